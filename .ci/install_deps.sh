@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project needs. Idempotent and non-interactive:
+# packages already present are skipped, so a warm machine pays only a dpkg query.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  build-essential clang pkg-config
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev zlib1g-dev
+  prometheus-cpp-dev prometheus
+  dataset-fashion-mnist
+  libxxhash-dev openssl iperf3 gnuplot-nox yamllint
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

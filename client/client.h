@@ -1,0 +1,178 @@
+// Public client SDK of the parameter-server cluster.
+//
+// A custom trainer includes this header and links //client. Example:
+//
+//   ASSIGN_OR_RETURN(ps::ClusterConfig config, ps::LoadClusterConfig(path));
+//   ASSIGN_OR_RETURN(std::unique_ptr<ps::Client> client,
+//                    ps::Client::Connect(ps::ClientOptions::FromConfig(config, rank)));
+//   ASSIGN_OR_RETURN(ps::TableInfo w, client->GetTable("weights"));
+//   std::vector<float> params(w.size), grads(w.size);
+//   for (int step = 0; step < steps; ++step) {
+//     RETURN_IF_ERROR(client->PullDense(w.table_id, 0, absl::MakeSpan(params)).Wait());
+//     ComputeGradients(params, &grads);
+//     RETURN_IF_ERROR(client->PushDense(w.table_id, 0, grads).Wait());
+//     RETURN_IF_ERROR(client->Clock().status());  // ends the step (sync / ssp)
+//   }
+//
+// Thread safety: a Client is thread-safe; any number of threads may issue
+// requests concurrently. Clock() and Barrier() belong to the worker as a whole
+// and are meant to be called from one thread.
+//
+// Errors are absl::Status carrying the server's code and message, e.g.
+// NOT_FOUND (unknown table), INVALID_ARGUMENT (wrong length, NaN gradient),
+// OUT_OF_RANGE (range outside the table), UNAVAILABLE (server unreachable
+// after the configured reconnect attempts), FAILED_PRECONDITION (partition
+// mismatch in the handshake, worker-only call without worker_id).
+#ifndef PS_CLIENT_CLIENT_H_
+#define PS_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/config.h"
+
+namespace ps {
+
+struct ClientOptions {
+  // Server addresses ("host:port"); servers[i] must be shard i.
+  std::vector<std::string> servers;
+  // The tables this client expects (from the cluster config). When non-empty
+  // the handshake checks each server's tables and partition fingerprint
+  // against them and fails with FAILED_PRECONDITION on a mismatch; when empty
+  // the client adopts the servers' tables (they must agree with each other).
+  std::vector<TableConfig> tables;
+  // Worker index in [0, num_workers), or -1 for a client that is not a worker
+  // (it may only push to async tables and never calls Clock / Barrier).
+  int worker_id = -1;
+  ClientConfig client;  // chunk size, timeouts, reconnect policy
+  TlsConfig tls;
+  std::string auth_token;  // sent as "authorization: Bearer <token>"
+
+  // Options for `worker_id` (or -1) from a parsed cluster config.
+  static ClientOptions FromConfig(const ClusterConfig& config, int worker_id);
+};
+
+// What a client knows about a table.
+struct TableInfo {
+  std::string name;
+  uint32_t table_id = 0;
+  TableKind kind = TableKind::kDense;
+  uint64_t size = 0;  // dense elements
+  uint32_t dim = 0;   // sparse row width
+  Consistency consistency = Consistency::kAsync;
+  uint32_t staleness = 0;
+};
+
+// Completion handle of an asynchronous request (copyable; all copies share
+// one result). The request's out-buffer must stay valid until it completes.
+class Future {
+ public:
+  Future();  // an already-completed OK future
+  explicit Future(absl::Status done);  // an already-completed future
+
+  // Blocks until the request completes; returns its status.
+  absl::Status Wait() const;
+  // True once completed.
+  bool Ready() const;
+  // Runs `callback(status)` once on completion: immediately in this thread if
+  // already complete, otherwise on a client thread (it must not block).
+  void Then(std::function<void(const absl::Status&)> callback) const;
+
+  struct State;  // implementation detail
+  explicit Future(std::shared_ptr<State> state);
+  const std::shared_ptr<State>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Waits for all futures; returns the first error, or OK.
+absl::Status WaitAll(absl::Span<const Future> futures);
+
+// Per-shard statistics (GetStats).
+struct ShardStats {
+  uint32_t shard_index = 0;
+  std::string address;
+  struct Table {
+    std::string name;
+    uint64_t version = 0;
+    int64_t step = 0;
+    uint64_t num_rows = 0;
+    uint64_t num_elements = 0;
+    uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
+  };
+  struct Worker {
+    uint32_t worker_id = 0;
+    int64_t clock = 0;
+    bool live = false;
+  };
+  std::vector<Table> tables;
+  std::vector<Worker> workers;
+};
+
+class Client {
+ public:
+  // Connects to every server, runs the handshake and, for a worker, registers
+  // it and starts its heartbeat. Blocks up to client.rpc_timeout_ms for servers
+  // that are still starting.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const ClientOptions& options);
+
+  virtual ~Client() = default;
+
+  virtual absl::StatusOr<TableInfo> GetTable(const std::string& name) = 0;
+  virtual std::vector<TableInfo> ListTables() = 0;
+
+  // Creates a table on every shard (id assigned by the client: the next free
+  // one). ALREADY_EXISTS when a table of that name exists.
+  virtual absl::StatusOr<TableInfo> CreateTable(const TableConfig& spec) = 0;
+
+  // Dense ranges: elements [offset, offset + span size) of a dense table.
+  // Push spans are copied before the call returns; `out` must live until the
+  // future completes.
+  virtual Future PullDense(uint32_t table_id, uint64_t offset,
+                           absl::Span<float> out) = 0;
+  virtual Future PushDense(uint32_t table_id, uint64_t offset,
+                           absl::Span<const float> grads) = 0;
+  // Pushes `grads`, then pulls the values of the same range after the update.
+  virtual Future PushPullDense(uint32_t table_id, uint64_t offset,
+                               absl::Span<const float> grads,
+                               absl::Span<float> out) = 0;
+
+  // Sparse: `keys` in any order, duplicates allowed. `out` / `grads` hold
+  // keys.size() * dim floats in `keys` order. Gradients of a duplicated key
+  // are summed before they are sent. Rows are created on first pull.
+  virtual Future PullSparse(uint32_t table_id, absl::Span<const uint64_t> keys,
+                            absl::Span<float> out) = 0;
+  virtual Future PushSparse(uint32_t table_id, absl::Span<const uint64_t> keys,
+                            absl::Span<const float> grads) = 0;
+  virtual Future PushPullSparse(uint32_t table_id,
+                                absl::Span<const uint64_t> keys,
+                                absl::Span<const float> grads,
+                                absl::Span<float> out) = 0;
+
+  // Worker only: waits until every push this client issued is acknowledged,
+  // then advances the worker's clock on every server. Returns the new clock.
+  // In sync tables this ends the step; in ssp tables it lets slower readers on.
+  virtual absl::StatusOr<int64_t> Clock() = 0;
+  // The worker's current clock (0 at start, or the step it joined at).
+  virtual int64_t clock() const = 0;
+
+  // Worker only: blocks until every live worker reached this barrier.
+  virtual absl::Status Barrier() = 0;
+
+  virtual absl::StatusOr<std::vector<ShardStats>> GetStats() = 0;
+
+  virtual int num_servers() const = 0;
+  virtual int worker_id() const = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_CLIENT_H_

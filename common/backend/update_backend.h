@@ -1,0 +1,124 @@
+// Compute-backend interface for server-side updates.
+//
+// A ParamStore holds one shard-table's parameters and the optimizer's
+// per-element state on one device (host memory for the CPU backend, device
+// memory for CUDA). All spans passed in and out are HOST memory; a device
+// backend stages them through its own (pinned) buffers.
+//
+// Thread safety: a ParamStore is not thread-safe; its owner serializes calls.
+// An UpdateBackend is thread-safe.
+//
+// Update rule, for each element with gradient g (already multiplied by
+// grad_scale) and parameter w, in this order:
+//   if clip_value > 0:   g = clamp(g, -clip_value, clip_value)
+//   g += weight_decay * w
+//   SGD:       w -= lr * g
+//   Momentum:  v = momentum * v + g
+//              w -= lr * (nesterov ? g + momentum * v : v)
+//   Adagrad:   h += g * g;  w -= lr * g / (sqrt(h) + epsilon)
+//   Adam:      m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g * g
+//              w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + epsilon)
+// where t = `step` (>= 1), the shard-table's count of applied updates.
+// Optimizer state starts at 0 (Adagrad's h at initial_accumulator).
+#ifndef PS_COMMON_BACKEND_UPDATE_BACKEND_H_
+#define PS_COMMON_BACKEND_UPDATE_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/config.h"
+
+namespace ps {
+
+class ParamStore {
+ public:
+  virtual ~ParamStore() = default;
+
+  // Number of parameter elements.
+  virtual uint64_t size() const = 0;
+
+  // Number of per-element optimizer state slots: SGD 0, momentum 1,
+  // Adagrad 1, Adam 2 (m then v).
+  virtual int num_slots() const = 0;
+
+  // Grows the store by values.size() elements set to `values`; their optimizer
+  // state and accumulator start as after construction. Used for new sparse rows.
+  virtual absl::Status Append(absl::Span<const float> values) = 0;
+
+  // Copies elements [offset, offset + out.size()) to `out`.
+  // OUT_OF_RANGE when the range exceeds size().
+  virtual absl::Status Read(uint64_t offset, absl::Span<float> out) = 0;
+
+  // Overwrites elements [offset, offset + values.size()) (initialization,
+  // checkpoint restore). OUT_OF_RANGE when the range exceeds size().
+  virtual absl::Status Write(uint64_t offset, absl::Span<const float> values) = 0;
+
+  // Row access for sparse tables: row r is elements [r * dim, (r + 1) * dim).
+  // `out` / `grad` hold rows.size() * dim values in `rows` order.
+  virtual absl::Status ReadRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                                absl::Span<float> out) = 0;
+
+  // Applies the optimizer to [offset, offset + grad.size()) with
+  // gradient grad[i] * grad_scale.
+  virtual absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
+                                  float grad_scale, int64_t step) = 0;
+
+  // Applies the optimizer to the listed rows. REQUIRES: rows are distinct.
+  virtual absl::Status ApplyRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                                 absl::Span<const float> grad, float grad_scale,
+                                 int64_t step) = 0;
+
+  // Sync aggregation: a gradient accumulator the size of the store, zero
+  // initially and after each ApplyAccumulated*.
+  virtual absl::Status AccumulateDense(uint64_t offset,
+                                       absl::Span<const float> grad) = 0;
+  virtual absl::Status AccumulateRows(absl::Span<const uint64_t> rows,
+                                      uint32_t dim,
+                                      absl::Span<const float> grad) = 0;
+
+  // Applies accumulator * scale as the gradient of every element, then zeroes
+  // the accumulator.
+  virtual absl::Status ApplyAccumulated(float scale, int64_t step) = 0;
+
+  // Same for the listed rows only (the rows touched in a sparse sync step).
+  virtual absl::Status ApplyAccumulatedRows(absl::Span<const uint64_t> rows,
+                                            uint32_t dim, float scale,
+                                            int64_t step) = 0;
+
+  // Optimizer state access for checkpoints. REQUIRES: 0 <= slot < num_slots().
+  virtual absl::Status ReadSlot(int slot, uint64_t offset,
+                                absl::Span<float> out) = 0;
+  virtual absl::Status WriteSlot(int slot, uint64_t offset,
+                                 absl::Span<const float> values) = 0;
+};
+
+class UpdateBackend {
+ public:
+  virtual ~UpdateBackend() = default;
+
+  // "cpu" or "cuda:<device name>".
+  virtual std::string name() const = 0;
+
+  // A store of `size` zero parameters with fresh optimizer state.
+  // INVALID_ARGUMENT for a bad optimizer config; RESOURCE_EXHAUSTED when the
+  // device has no room.
+  virtual absl::StatusOr<std::unique_ptr<ParamStore>> CreateStore(
+      const OptimizerConfig& optimizer, uint64_t size) = 0;
+};
+
+// The CPU backend; always available.
+std::unique_ptr<UpdateBackend> CreateCpuUpdateBackend();
+
+// Picks the backend for `device`: kCpu -> CPU; kCuda -> CUDA or
+// FAILED_PRECONDITION ("no CUDA device" / "built without CUDA"); kAuto -> CUDA
+// when built with it and a device exists, else CPU.
+absl::StatusOr<std::unique_ptr<UpdateBackend>> CreateUpdateBackend(
+    DeviceKind device);
+
+}  // namespace ps
+
+#endif  // PS_COMMON_BACKEND_UPDATE_BACKEND_H_
