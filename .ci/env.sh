@@ -1,0 +1,17 @@
+# Sourced by the .ci scripts: installs dependencies and picks the Bazel config.
+# Sets BAZEL_FLAGS (array) for `bazel build/test/run`.
+set -euo pipefail
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+bash "$REPO_ROOT/.ci/install_deps.sh"
+
+BAZEL_FLAGS=()
+CUDA_ROOT="${CUDA_PATH:-/usr/local/cuda}"
+if [[ -x "$CUDA_ROOT/bin/nvcc" ]]; then
+  echo "setup: nvcc found at $CUDA_ROOT/bin/nvcc: building the CUDA backend too" >&2
+else
+  echo "setup: nvcc not found at $CUDA_ROOT/bin/nvcc (set CUDA_PATH to use another" \
+       "toolkit): building CPU-only (--config=cpu); device: cuda will be refused" >&2
+  BAZEL_FLAGS+=(--config=cpu)
+fi
