@@ -1,0 +1,758 @@
+#!/usr/bin/python3
+"""Offline validation of the Kubernetes manifests in deploy/k8s.
+
+For each kustomization directory given, runs these checks and prints one line
+per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
+
+  render            `kubectl kustomize DIR` renders the manifests.
+  yamllint          yamllint --strict (tests/k8s/yamllint.yaml) over the YAML
+                    sources of DIR and of every local directory it includes.
+  schema-types      every rendered document, written as a TypeScript object
+                    literal typed with its kind's interface from
+                    kubernetes-models, passes `tsc --strict --noEmit`
+                    (unknown fields, wrong types, missing required fields).
+  schema-validate   `new Kind(doc).validate()` of kubernetes-models under node
+                    (JSON schema: types, required fields, formats such as
+                    quantities).
+  config-parse      the cluster YAML in the ConfigMap the servers mount is
+                    valid per our own parser (check_cluster_config).
+  config-mount      servers and workers mount that ConfigMap and pass the same
+                    --config path, which names a key of it.
+  server-addresses  cluster.servers are exactly the StatefulSet's pod DNS
+                    names <sts>-<i>.<svc>.<ns>.svc.cluster.local:<grpc port>,
+                    i < replicas, behind a headless Service that publishes
+                    not-ready addresses.
+  worker-count      cluster.num_workers == the Indexed Job's completions ==
+                    its parallelism.
+  probe-ports       the servers' gRPC readiness and liveness probes (and any
+                    other probe) target the container's gRPC port, the one in
+                    cluster.servers; Service target ports exist on the
+                    container.
+  metrics-port      server.metrics_port is the container's and the Service's
+                    "metrics" port.
+  checkpoint-mount  a volumeClaimTemplate is mounted at server.checkpoint_dir.
+  selectors         the StatefulSet's, Service's and PodDisruptionBudget's
+                    selectors select the server pods; a PDB exists.
+  labels            every object and pod template carries the
+                    app.kubernetes.io/{name,instance,component,part-of,version}
+                    labels.
+  gpu-resources     a cuda device in the config comes with an nvidia.com/gpu
+                    limit on that container, a cpu device without one.
+  images            every image has an explicit tag or digest, not "latest".
+
+Exit status: 0 when every check of every directory passed, 1 otherwise, 2 on
+bad usage or a missing tool. With --json FILE the results are also written as
+{dir: {check: [ok, message]}} for tests/k8s/k8s_manifests_test.sh.
+
+Requires: kubectl (with kustomize), yamllint, node, and the npm packages of
+tests/k8s/package.json installed by tests/k8s/setup.sh.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+CHECKS = [
+    "render",
+    "yamllint",
+    "schema-types",
+    "schema-validate",
+    "config-parse",
+    "config-mount",
+    "server-addresses",
+    "worker-count",
+    "probe-ports",
+    "metrics-port",
+    "checkpoint-mount",
+    "selectors",
+    "labels",
+    "gpu-resources",
+    "images",
+]
+
+REQUIRED_LABELS = [
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/component",
+    "app.kubernetes.io/part-of",
+    "app.kubernetes.io/version",
+]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+class CheckError(Exception):
+    """A check found a problem; the message says which."""
+
+
+class Skip(Exception):
+    """A check could not run because an earlier one failed."""
+
+
+# ---------------------------------------------------------------------------
+# Helpers over rendered documents.
+
+
+def doc_id(doc):
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace")
+    name = meta.get("name", "?")
+    return "%s %s" % (doc.get("kind", "?"), "%s/%s" % (ns, name) if ns else name)
+
+
+def only(docs, kind):
+    found = [d for d in docs if d.get("kind") == kind]
+    if len(found) != 1:
+        raise CheckError("expected exactly one %s, found %d" % (kind, len(found)))
+    return found[0]
+
+
+def first_container(workload):
+    containers = ((workload.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+        "containers") or []
+    if not containers:
+        raise CheckError("%s has no containers" % doc_id(workload))
+    return containers[0]
+
+
+def pod_spec(workload):
+    return ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def flag_value(container, flag):
+    """Value of --flag=V or --flag V in the container's command + args."""
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    for i, arg in enumerate(argv):
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1:]
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def resolve_port(container, port):
+    """A probe/targetPort (number or name) as the container port number."""
+    for p in container.get("ports") or []:
+        if port == p.get("containerPort") or port == p.get("name"):
+            return p.get("containerPort")
+    return None
+
+
+def named_port(container, name):
+    for p in container.get("ports") or []:
+        if p.get("name") == name:
+            return p.get("containerPort")
+    return None
+
+
+def config_source(docs, workload):
+    """(ConfigMap, key, path) of the --config file that `workload` reads."""
+    container = first_container(workload)
+    path = flag_value(container, "--config")
+    if not path:
+        raise CheckError("%s: container %s passes no --config" %
+                         (doc_id(workload), container.get("name")))
+    volumes = {v.get("name"): v for v in pod_spec(workload).get("volumes") or []}
+    for mount in container.get("volumeMounts") or []:
+        mount_path = mount.get("mountPath", "").rstrip("/")
+        if not path.startswith(mount_path + "/"):
+            continue
+        volume = volumes.get(mount.get("name")) or {}
+        if "configMap" not in volume:
+            raise CheckError("%s: %s is on volume %s, which is not a ConfigMap" %
+                             (doc_id(workload), path, mount.get("name")))
+        rel = path[len(mount_path) + 1:]
+        cm_name = volume["configMap"].get("name")
+        key = rel
+        items = volume["configMap"].get("items")
+        if items:
+            key = next((i.get("key") for i in items if i.get("path") == rel), None)
+            if key is None:
+                raise CheckError("%s: ConfigMap volume items do not provide %s" %
+                                 (doc_id(workload), rel))
+        maps = [d for d in docs if d.get("kind") == "ConfigMap" and
+                (d.get("metadata") or {}).get("name") == cm_name]
+        if not maps:
+            raise CheckError("%s mounts ConfigMap %s, which is not rendered" %
+                             (doc_id(workload), cm_name))
+        if key not in (maps[0].get("data") or {}):
+            raise CheckError("ConfigMap %s has no key %r (for %s)" % (cm_name, key, path))
+        return maps[0], key, path
+    raise CheckError("%s: no volume is mounted where --config=%s lives" %
+                     (doc_id(workload), path))
+
+
+def subset(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+# ---------------------------------------------------------------------------
+# The checks. Each takes a context dict and raises CheckError on a problem.
+
+
+def kustomize_sources(directory, seen=None):
+    """YAML files of a kustomization and of the local directories it includes."""
+    seen = seen if seen is not None else set()
+    directory = os.path.realpath(directory)
+    if directory in seen:
+        return []
+    seen.add(directory)
+    files = sorted(os.path.join(directory, f) for f in os.listdir(directory)
+                   if f.endswith((".yaml", ".yml")))
+    for name in ("kustomization.yaml", "kustomization.yml", "Kustomization"):
+        kfile = os.path.join(directory, name)
+        if os.path.exists(kfile):
+            with open(kfile) as f:
+                try:
+                    k = yaml.safe_load(f) or {}
+                except yaml.YAMLError:
+                    k = {}  # yamllint reports it
+            for entry in (k.get("resources") or []) + (k.get("components") or []) + (
+                    k.get("bases") or []):
+                sub = os.path.join(directory, str(entry))
+                if os.path.isdir(sub):
+                    files += kustomize_sources(sub, seen)
+            break
+    return files
+
+
+def run_yamllint(ctxs):
+    """One yamllint run over the sources of every target; results per target."""
+    files = {}
+    for ctx in ctxs:
+        ctx["sources"] = kustomize_sources(ctx["dir"])
+        for f in ctx["sources"]:
+            files[f] = []
+    proc = subprocess.run(
+        ["yamllint", "--strict", "-f", "parsable", "-c",
+         os.path.join(HERE, "yamllint.yaml")] + sorted(files),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    unattributed = []
+    for line in proc.stdout.strip().splitlines():
+        m = re.match(r"(.+?):\d+:\d+: ", line)
+        if m and m.group(1) in files:
+            files[m.group(1)].append(line)
+        elif line.strip():
+            unattributed.append(line)
+    if proc.returncode != 0 and not any(files.values()) and not unattributed:
+        unattributed.append("yamllint exited %d" % proc.returncode)
+    for ctx in ctxs:
+        problems = unattributed + [l for f in ctx["sources"] for l in files[f]]
+        if problems:
+            ctx["results"]["yamllint"] = (False, "; ".join(
+                os.path.relpath(l, ctx["repo"]) if l.startswith("/") else l
+                for l in problems[:10]))
+        else:
+            ctx["results"]["yamllint"] = (True, "%d files" % len(ctx["sources"]))
+
+
+def model_module(doc):
+    api = doc.get("apiVersion", "")
+    kind = doc.get("kind", "")
+    if not re.fullmatch(r"[A-Za-z0-9./-]+", api) or not re.fullmatch(r"[A-Za-z0-9]+", kind):
+        return None
+    module = "kubernetes-models/%s/%s" % (api, kind)
+    if not os.path.exists(os.path.join(_NODE_MODULES[0], module + ".d.ts")):
+        return None
+    return module
+
+
+_NODE_MODULES = [None]
+
+# kubectl: $KUBECTL, else the one tests/k8s/setup.sh unpacked when the
+# machine's was missing or too old, else the machine's.
+KUBECTL = [os.environ.get("KUBECTL") or (
+    os.path.join(HERE, ".tools", "bin", "kubectl")
+    if os.path.exists(os.path.join(HERE, ".tools", "bin", "kubectl")) else "kubectl")]
+
+
+def write_schema_programs(ctx):
+    """Writes <work>/check.ts (one typed literal per document) and
+    <work>/validate.js (exports a function returning validate() errors)."""
+    docs = ctx["docs"]
+    ts = ["// Generated by tests/k8s/validate_k8s.py: one typed literal per document."]
+    js = ["'use strict';", "// Generated by tests/k8s/validate_k8s.py.", "const docs = [];"]
+    ranges = []  # (first_line, last_line, doc id)
+    imports = {}
+    for doc in docs:
+        module = model_module(doc)
+        if module is None:
+            raise CheckError("%s: no kubernetes-models class for apiVersion %r kind %r" %
+                             (doc_id(doc), doc.get("apiVersion"), doc.get("kind")))
+        imports[module] = doc["kind"]
+    for module, kind in sorted(imports.items()):
+        alias = module.split("/", 1)[1].replace("/", "_").replace(".", "_").replace("-", "_")
+        ts.append('import { I%s as T_%s } from "%s";' % (kind, alias, module))
+        js.append('const M_%s = require("%s").%s;' % (alias, module, kind))
+        imports[module] = alias
+    ts.append("")
+    for i, doc in enumerate(docs):
+        alias = imports[model_module(doc)]
+        body = json.dumps(doc, indent=2, sort_keys=True).splitlines()
+        first = len(ts) + 1
+        ts.append("export const doc%d: T_%s = %s" % (i, alias, body[0]))
+        ts.extend(body[1:])
+        ts[-1] += ";"
+        ranges.append((first, len(ts), doc_id(doc)))
+        js.append("docs.push([%s, () => new M_%s(%s)]);" % (
+            json.dumps(doc_id(doc)), alias, json.dumps(doc, sort_keys=True)))
+    js += [
+        "module.exports = function validateAll() {",
+        "  const errors = [];",
+        "  for (const [id, make] of docs) {",
+        "    try { make().validate(); } catch (e) { errors.push(id + ': ' + e.message); }",
+        "  }",
+        "  return errors;",
+        "};",
+    ]
+    with open(os.path.join(ctx["work"], "check.ts"), "w") as f:
+        f.write("\n".join(ts) + "\n")
+    with open(os.path.join(ctx["work"], "validate.js"), "w") as f:
+        f.write("\n".join(js) + "\n")
+    ctx["schema_ranges"] = ranges
+
+
+def run_schema_checks(ctxs, work_root):
+    """One tsc program and one node process for the documents of every target."""
+    ready = []
+    for ctx in ctxs:
+        if "docs" not in ctx:
+            continue
+        try:
+            write_schema_programs(ctx)
+            ready.append(ctx)
+        except CheckError as e:
+            ctx["results"]["schema-types"] = (False, str(e))
+            ctx["results"]["schema-validate"] = (False, str(e))
+    if not ready:
+        return
+    link = os.path.join(work_root, "node_modules")
+    if not os.path.exists(link):
+        os.symlink(_NODE_MODULES[0], link)
+    by_dir = {os.path.basename(ctx["work"]): ctx for ctx in ready}
+
+    # Types: excess-property checks on fresh object literals catch unknown
+    # fields; assignability catches wrong types and missing required fields.
+    with open(os.path.join(work_root, "tsconfig.json"), "w") as f:
+        json.dump({"compilerOptions": {"target": "es2020", "lib": ["es2020"],
+                                       "module": "commonjs", "moduleResolution": "node",
+                                       "types": [], "strict": True, "noEmit": True},
+                   "files": sorted(d + "/check.ts" for d in by_dir)}, f, indent=1)
+    tsc = os.path.join(_NODE_MODULES[0], "typescript", "bin", "tsc")
+    proc = subprocess.run(
+        ["node", tsc, "--strict", "--noEmit", "--pretty", "false", "-p", "tsconfig.json"],
+        cwd=work_root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True)
+    problems = {d: [] for d in by_dir}
+    unattributed = []
+    for line in proc.stdout.strip().splitlines():
+        m = re.match(r"([^/(]+)/check\.ts\((\d+),\d+\): (.*)", line)
+        if m and m.group(1) in by_dir:
+            n = int(m.group(2))
+            owner = next((r[2] for r in by_dir[m.group(1)]["schema_ranges"]
+                          if r[0] <= n <= r[1]), "?")
+            problems[m.group(1)].append("%s: %s" % (owner, m.group(3)))
+        elif line.strip() and not line.startswith(" "):
+            unattributed.append(line.strip())
+    if proc.returncode != 0 and not any(problems.values()) and not unattributed:
+        unattributed.append("tsc exited %d" % proc.returncode)
+    for d, ctx in by_dir.items():
+        found = unattributed + problems[d]
+        ctx["results"]["schema-types"] = (
+            (False, "; ".join(found[:8])) if found else (True, "%d documents" % len(ctx["docs"])))
+
+    # Runtime: the models' JSON-schema validation (formats such as quantities).
+    with open(os.path.join(work_root, "validate_all.js"), "w") as f:
+        f.write("'use strict';\nconst out = {};\n")
+        for d in sorted(by_dir):
+            f.write("out[%s] = require('./%s/validate.js')();\n" % (json.dumps(d), d))
+        f.write("console.log(JSON.stringify(out));\n")
+    proc = subprocess.run(["node", "validate_all.js"], cwd=work_root, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        out = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        out = None
+    for d, ctx in by_dir.items():
+        if out is None:
+            ctx["results"]["schema-validate"] = (False, "node failed: %s" % proc.stderr.strip())
+        elif out.get(d):
+            ctx["results"]["schema-validate"] = (False, "; ".join(out[d][:8]))
+        else:
+            ctx["results"]["schema-validate"] = (True, "%d documents" % len(ctx["docs"]))
+
+
+def check_config_parse(ctx):
+    sts = only(ctx["docs"], "StatefulSet")
+    cm, key, _ = config_source(ctx["docs"], sts)
+    path = os.path.join(ctx["work"], "cluster_config_from_configmap.yaml")
+    with open(path, "w") as f:
+        f.write(cm["data"][key])
+    proc = subprocess.run([ctx["checker"], path], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True)
+    if proc.returncode != 0:
+        raise CheckError("ConfigMap %s key %s: %s" % (
+            cm["metadata"]["name"], key, proc.stderr.strip().replace(path, key)))
+    ctx["config"] = json.loads(proc.stdout)
+    return "ConfigMap %s key %s: %d servers, %d workers" % (
+        cm["metadata"]["name"], key, len(ctx["config"]["servers"]),
+        ctx["config"]["num_workers"])
+
+
+def need_config(ctx):
+    if "config" not in ctx:
+        raise Skip("config-parse failed")
+    return ctx["config"]
+
+
+def check_config_mount(ctx):
+    sts = only(ctx["docs"], "StatefulSet")
+    job = only(ctx["docs"], "Job")
+    s_cm, s_key, s_path = config_source(ctx["docs"], sts)
+    j_cm, j_key, j_path = config_source(ctx["docs"], job)
+    if (s_cm["metadata"]["name"], s_key) != (j_cm["metadata"]["name"], j_key):
+        raise CheckError("servers read ConfigMap %s key %s, workers %s key %s" % (
+            s_cm["metadata"]["name"], s_key, j_cm["metadata"]["name"], j_key))
+    return "%s key %s at %s / %s" % (s_cm["metadata"]["name"], s_key, s_path, j_path)
+
+
+def server_grpc_port(ctx):
+    """The port every cluster.servers entry uses; CheckError if they differ."""
+    config = need_config(ctx)
+    ports = set()
+    for addr in config["servers"]:
+        m = re.fullmatch(r"(.+):(\d+)", addr)
+        if not m:
+            raise CheckError("server address %r has no port" % addr)
+        ports.add(int(m.group(2)))
+    if len(ports) != 1:
+        raise CheckError("cluster.servers use different ports %s" % sorted(ports))
+    return ports.pop()
+
+
+def check_server_addresses(ctx):
+    config = need_config(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    name = sts["metadata"]["name"]
+    ns = sts["metadata"].get("namespace")
+    if not ns:
+        raise CheckError("StatefulSet %s has no namespace" % name)
+    svc_name = (sts.get("spec") or {}).get("serviceName")
+    services = [d for d in ctx["docs"] if d.get("kind") == "Service" and
+                d["metadata"].get("name") == svc_name and d["metadata"].get("namespace") == ns]
+    if not services:
+        raise CheckError("serviceName %r of StatefulSet %s is not a rendered Service in %s" %
+                         (svc_name, name, ns))
+    svc = services[0]
+    if svc["spec"].get("clusterIP") != "None":
+        raise CheckError("Service %s is not headless (clusterIP: None)" % svc_name)
+    if svc["spec"].get("publishNotReadyAddresses") is not True:
+        raise CheckError("Service %s does not set publishNotReadyAddresses: true" % svc_name)
+    grpc_svc = [p for p in svc["spec"].get("ports") or [] if p.get("name") == "grpc"]
+    if not grpc_svc:
+        raise CheckError("Service %s has no port named grpc" % svc_name)
+    container_port = named_port(first_container(sts), "grpc")
+    if container_port is None:
+        raise CheckError("server container has no port named grpc")
+    if grpc_svc[0].get("port") != container_port:
+        raise CheckError("Service grpc port %s != container grpc port %s (a headless Service "
+                         "does not remap ports)" % (grpc_svc[0].get("port"), container_port))
+    replicas = sts["spec"].get("replicas", 1)
+    expected = ["%s-%d.%s.%s.svc.cluster.local:%d" % (name, i, svc_name, ns, container_port)
+                for i in range(replicas)]
+    if config["servers"] != expected:
+        raise CheckError("cluster.servers %s != the StatefulSet's pods %s (replicas %d)" %
+                         (config["servers"], expected, replicas))
+    return "%d shards" % replicas
+
+
+def check_worker_count(ctx):
+    config = need_config(ctx)
+    job = only(ctx["docs"], "Job")
+    spec = job.get("spec") or {}
+    if spec.get("completionMode") != "Indexed":
+        raise CheckError("Job %s is not completionMode: Indexed" % job["metadata"]["name"])
+    n = config["num_workers"]
+    if spec.get("completions") != n or spec.get("parallelism") != n:
+        raise CheckError("cluster.num_workers %d != Job completions %s / parallelism %s" %
+                         (n, spec.get("completions"), spec.get("parallelism")))
+    return "%d workers" % n
+
+
+def check_probe_ports(ctx):
+    port = server_grpc_port(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    container = first_container(sts)
+    if named_port(container, "grpc") != port:
+        raise CheckError("container port grpc %s != cluster.servers port %d" %
+                         (named_port(container, "grpc"), port))
+    for required in ("readinessProbe", "livenessProbe"):
+        if "grpc" not in (container.get(required) or {}):
+            raise CheckError("server container has no gRPC %s" % required)
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        probe = container.get(kind)
+        if not probe:
+            continue
+        for handler in ("grpc", "tcpSocket", "httpGet"):
+            if handler in probe:
+                target = probe[handler].get("port")
+                resolved = resolve_port(container, target)
+                if resolved is None:
+                    raise CheckError("%s %s port %r is not a container port" %
+                                     (kind, handler, target))
+                if handler == "grpc" and resolved != port:
+                    raise CheckError("%s grpc port %d != the server port %d" %
+                                     (kind, resolved, port))
+    for svc in (d for d in ctx["docs"] if d.get("kind") == "Service"):
+        if not subset(svc["spec"].get("selector"), pod_labels(sts)):
+            continue
+        for p in svc["spec"].get("ports") or []:
+            target = p.get("targetPort", p.get("port"))
+            if resolve_port(container, target) is None:
+                raise CheckError("Service %s port %s targets %r, not a container port" %
+                                 (svc["metadata"]["name"], p.get("name"), target))
+    return "gRPC port %d" % port
+
+
+def check_metrics_port(ctx):
+    config = need_config(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    container = first_container(sts)
+    want = config["metrics_port"]
+    have = named_port(container, "metrics")
+    if want <= 0:
+        if have is not None:
+            raise CheckError("container exposes metrics port %s but server.metrics_port is %d" %
+                             (have, want))
+        return "metrics off"
+    if have != want:
+        raise CheckError("server.metrics_port %d != container port metrics %s" % (want, have))
+    svc_name = sts["spec"].get("serviceName")
+    for svc in ctx["docs"]:
+        if svc.get("kind") == "Service" and svc["metadata"].get("name") == svc_name:
+            ports = [p for p in svc["spec"].get("ports") or [] if p.get("name") == "metrics"]
+            if not ports or resolve_port(container, ports[0].get("targetPort",
+                                                                ports[0].get("port"))) != want:
+                raise CheckError("Service %s has no metrics port reaching %d" % (svc_name, want))
+    return "port %d" % want
+
+
+def check_checkpoint_mount(ctx):
+    config = need_config(ctx)
+    want = config["checkpoint_dir"].rstrip("/")
+    if not want:
+        raise CheckError("server.checkpoint_dir is empty: shards would lose their state on "
+                         "restart")
+    sts = only(ctx["docs"], "StatefulSet")
+    claims = {c["metadata"]["name"] for c in sts["spec"].get("volumeClaimTemplates") or []}
+    mounts = first_container(sts).get("volumeMounts") or []
+    at = [m for m in mounts if m.get("mountPath", "").rstrip("/") == want]
+    if not at:
+        raise CheckError("no volume is mounted at server.checkpoint_dir %s (mounts: %s)" %
+                         (want, [m.get("mountPath") for m in mounts]))
+    if at[0].get("name") not in claims:
+        raise CheckError("%s is volume %s, not one of the volumeClaimTemplates %s" %
+                         (want, at[0].get("name"), sorted(claims)))
+    if at[0].get("readOnly"):
+        raise CheckError("%s is mounted read-only" % want)
+    return "%s on claim %s" % (want, at[0]["name"])
+
+
+def pod_labels(workload):
+    return (((workload.get("spec") or {}).get("template") or {}).get("metadata") or {}).get(
+        "labels") or {}
+
+
+def check_selectors(ctx):
+    sts = only(ctx["docs"], "StatefulSet")
+    labels = pod_labels(sts)
+    sel = ((sts["spec"].get("selector") or {}).get("matchLabels")) or {}
+    if not sel or not subset(sel, labels):
+        raise CheckError("StatefulSet selector %s does not select its pods %s" % (sel, labels))
+    svc = [d for d in ctx["docs"] if d.get("kind") == "Service" and
+           d["metadata"]["name"] == sts["spec"].get("serviceName")]
+    if svc and not (svc[0]["spec"].get("selector") and
+                    subset(svc[0]["spec"]["selector"], labels)):
+        raise CheckError("Service %s selector %s does not select the server pods" %
+                         (svc[0]["metadata"]["name"], svc[0]["spec"].get("selector")))
+    pdbs = [d for d in ctx["docs"] if d.get("kind") == "PodDisruptionBudget"]
+    if not pdbs:
+        raise CheckError("no PodDisruptionBudget for the servers")
+    for pdb in pdbs:
+        psel = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if not psel or not subset(psel, labels):
+            raise CheckError("PodDisruptionBudget %s selector %s does not select the server "
+                             "pods" % (pdb["metadata"]["name"], psel))
+    return "ok"
+
+
+def check_labels(ctx):
+    problems = []
+    for doc in ctx["docs"]:
+        targets = [("", (doc.get("metadata") or {}).get("labels") or {})]
+        if doc.get("kind") in ("StatefulSet", "Job"):
+            targets.append((" pod template", pod_labels(doc)))
+        for where, labels in targets:
+            missing = [l for l in REQUIRED_LABELS if not labels.get(l)]
+            if missing:
+                problems.append("%s%s lacks %s" % (doc_id(doc), where, ", ".join(missing)))
+    if problems:
+        raise CheckError("; ".join(problems))
+    return "%d documents" % len(ctx["docs"])
+
+
+def gpu_limit(container):
+    limits = ((container.get("resources") or {}).get("limits")) or {}
+    try:
+        return int(str(limits.get(GPU_RESOURCE, 0)))
+    except ValueError:
+        raise CheckError("%s limit %r is not an integer" % (GPU_RESOURCE,
+                                                          limits.get(GPU_RESOURCE)))
+
+
+def check_gpu_resources(ctx):
+    config = need_config(ctx)
+    pairs = [("server", only(ctx["docs"], "StatefulSet"), config["server_device"],
+              "server.device"),
+             ("worker", only(ctx["docs"], "Job"), config["training_device"],
+              "training.device")]
+    notes = []
+    for role, workload, device, key in pairs:
+        gpus = gpu_limit(first_container(workload))
+        if device == "cuda" and gpus < 1:
+            raise CheckError("%s is cuda but the %s container has no %s limit" %
+                             (key, role, GPU_RESOURCE))
+        if device == "cpu" and gpus > 0:
+            raise CheckError("%s is cpu but the %s container requests %d %s" %
+                             (key, role, gpus, GPU_RESOURCE))
+        notes.append("%s %s/%d gpu" % (role, device, gpus))
+    return ", ".join(notes)
+
+
+def check_images(ctx):
+    images = []
+    for workload in ctx["docs"]:
+        spec = pod_spec(workload) if workload.get("kind") in ("StatefulSet", "Job") else {}
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            image = c.get("image", "")
+            last = image.rsplit("/", 1)[-1]
+            if "@" not in last and ":" not in last:
+                raise CheckError("%s container %s: image %r has no tag" %
+                                 (doc_id(workload), c.get("name"), image))
+            if last.endswith(":latest"):
+                raise CheckError("%s container %s: image %r uses :latest" %
+                                 (doc_id(workload), c.get("name"), image))
+            images.append(image)
+    return ", ".join(sorted(set(images)))
+
+
+CHECK_FUNCS = {
+    "config-parse": check_config_parse,
+    "config-mount": check_config_mount,
+    "server-addresses": check_server_addresses,
+    "worker-count": check_worker_count,
+    "probe-ports": check_probe_ports,
+    "metrics-port": check_metrics_port,
+    "checkpoint-mount": check_checkpoint_mount,
+    "selectors": check_selectors,
+    "labels": check_labels,
+    "gpu-resources": check_gpu_resources,
+    "images": check_images,
+}
+
+
+def validate_all(directories, checker, work_root, repo):
+    """Runs every check on each kustomization; returns [{check: (ok, message)}]."""
+    ctxs = []
+    for directory in directories:
+        ctx = {"dir": directory, "checker": checker, "repo": repo, "results": {},
+               "work": tempfile.mkdtemp(prefix="k8s-", dir=work_root)}
+        proc = subprocess.run([KUBECTL[0], "kustomize", directory], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        if proc.returncode != 0:
+            ctx["results"]["render"] = (False, proc.stderr.strip())
+        else:
+            ctx["docs"] = [d for d in yaml.safe_load_all(proc.stdout) if d]
+            with open(os.path.join(ctx["work"], "rendered.yaml"), "w") as f:
+                f.write(proc.stdout)
+            ctx["results"]["render"] = (True, "%d documents" % len(ctx["docs"]))
+        ctxs.append(ctx)
+    run_yamllint(ctxs)
+    run_schema_checks(ctxs, work_root)
+    for ctx in ctxs:
+        for name in CHECKS:
+            if name in ctx["results"]:
+                continue
+            if "docs" not in ctx:
+                ctx["results"][name] = (False, "skipped: render failed")
+                continue
+            try:
+                ctx["results"][name] = (True, CHECK_FUNCS[name](ctx) or "ok")
+            except CheckError as e:
+                ctx["results"][name] = (False, str(e))
+            except Skip as e:
+                ctx["results"][name] = (False, "skipped: %s" % e)
+    return [ctx["results"] for ctx in ctxs]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dirs", nargs="+", help="kustomization directories")
+    parser.add_argument("--config-checker", required=True,
+                        help="the check_cluster_config binary (bazel build "
+                             "//tests/k8s:check_cluster_config)")
+    parser.add_argument("--node-modules", default=os.path.join(HERE, "node_modules"),
+                        help="npm packages from tests/k8s/setup.sh")
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+
+    repo = os.path.dirname(os.path.dirname(HERE))
+    for tool in (KUBECTL[0], "yamllint", "node"):
+        if shutil.which(tool) is None:
+            print("validate_k8s: %s not found; run tests/k8s/setup.sh" % tool, file=sys.stderr)
+            return 2
+    for path, what in ((os.path.join(args.node_modules, "kubernetes-models"), "kubernetes-models"),
+                       (os.path.join(args.node_modules, "typescript"), "typescript"),
+                       (args.config_checker, "check_cluster_config")):
+        if not os.path.exists(path):
+            print("validate_k8s: %s missing (%s); run tests/k8s/setup.sh" % (what, path),
+                  file=sys.stderr)
+            return 2
+    _NODE_MODULES[0] = os.path.realpath(args.node_modules)
+    checker = os.path.realpath(args.config_checker)
+
+    work_root = tempfile.mkdtemp(prefix="validate_k8s-")
+    all_results = {}
+    failed = 0
+    try:
+        for directory, results in zip(args.dirs,
+                                      validate_all(args.dirs, checker, work_root, repo)):
+            label = os.path.relpath(os.path.realpath(directory), repo)
+            all_results[label] = results
+            for name in CHECKS:
+                ok, message = results[name]
+                failed += not ok
+                print("%s %s %s: %s" % ("PASS" if ok else "FAIL", label, name, message))
+    finally:
+        if args.keep:
+            print("validate_k8s: generated files kept in %s" % work_root)
+        else:
+            shutil.rmtree(work_root, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(all_results, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
