@@ -15,3 +15,7 @@ else
        "toolkit): building CPU-only (--config=cpu); device: cuda will be refused" >&2
   BAZEL_FLAGS+=(--config=cpu)
 fi
+
+# npm packages (kubernetes-models, typescript) and kubectl for the manifest
+# checks; a no-op when tests/k8s/node_modules already matches its lock file.
+bash "$REPO_ROOT/tests/k8s/setup.sh" >&2
