@@ -1,0 +1,171 @@
+// ps_server: one shard of the parameter-server cluster.
+//
+//   ps_server --config FILE [--index I] [--listen HOST:PORT]
+//             [--port_file PATH] [--log_level LEVEL]
+//
+// --index defaults to $PS_SERVER_INDEX, else the trailing ordinal of
+// $HOSTNAME (Kubernetes StatefulSet pod "ps-server-3" -> 3). --listen
+// overrides the bind address (default 0.0.0.0:<port of servers[I]>); port 0
+// lets the OS pick, and --port_file receives the bound port (written to a
+// temporary file, then renamed, so a reader never sees a partial file).
+//
+// Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
+// command line or config; 1 when the server cannot start.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+#include "common/logging.h"
+#include "server/server.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, config, "", "cluster config YAML file (required)");
+ABSL_FLAG(int, index, -1,
+          "shard index; default $PS_SERVER_INDEX, else the trailing number "
+          "of $HOSTNAME");
+ABSL_FLAG(std::string, listen, "",
+          "bind address host:port; default 0.0.0.0:<port of servers[index]>; "
+          "port 0 = OS-picked");
+ABSL_FLAG(std::string, port_file, "",
+          "if set, the bound port is written to this file (atomically)");
+ABSL_FLAG(std::string, log_level, "",
+          "trace|debug|info|warn|error|critical|off; default: the config's "
+          "log_level");
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitStartFailure = 1;
+
+absl::StatusOr<int> ParseIndex(const std::string& text, const char* source) {
+  int index = -1;
+  if (!absl::SimpleAtoi(text, &index) || index < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, " = '", text, "' is not a non-negative integer"));
+  }
+  return index;
+}
+
+// --index, else $PS_SERVER_INDEX, else $HOSTNAME's trailing "-<n>" / digits.
+absl::StatusOr<int> ResolveIndex() {
+  const int flag = absl::GetFlag(FLAGS_index);
+  if (flag >= 0) return flag;
+  if (const char* env = std::getenv("PS_SERVER_INDEX"); env && *env) {
+    return ParseIndex(env, "$PS_SERVER_INDEX");
+  }
+  if (const char* host = std::getenv("HOSTNAME"); host && *host) {
+    const std::string name(host);
+    size_t start = name.size();
+    while (start > 0 && absl::ascii_isdigit(name[start - 1])) --start;
+    if (start < name.size()) {
+      return ParseIndex(name.substr(start), "trailing number of $HOSTNAME");
+    }
+  }
+  return absl::InvalidArgumentError(
+      "no server index: pass --index, set $PS_SERVER_INDEX, or run with a "
+      "$HOSTNAME ending in the ordinal (e.g. ps-server-3)");
+}
+
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "ps_server: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "ps_server --config FILE [--index I] [--listen HOST:PORT] "
+      "[--port_file PATH] [--log_level LEVEL]");
+  absl::ParseCommandLine(argc, argv);
+
+  // Signals are taken synchronously by sigwait() below; block them before
+  // any thread starts so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) return Fail(kExitUsage, "--config is required");
+  absl::StatusOr<ps::ClusterConfig> config =
+      ps::LoadClusterConfig(config_path);
+  if (!config.ok()) {
+    return Fail(kExitUsage, std::string(config.status().message()));
+  }
+  absl::StatusOr<int> index = ResolveIndex();
+  if (!index.ok()) return Fail(kExitUsage, std::string(index.status().message()));
+  if (*index >= static_cast<int>(config->servers.size())) {
+    return Fail(kExitUsage,
+                absl::StrCat("server index ", *index, " is outside [0, ",
+                             config->servers.size(), ") (servers in ",
+                             config_path, ")"));
+  }
+  std::string log_level = absl::GetFlag(FLAGS_log_level);
+  if (log_level.empty()) log_level = config->log_level;
+  if (absl::Status s = ps::ValidateLogLevel(log_level); !s.ok()) {
+    return Fail(kExitUsage, std::string(s.message()));
+  }
+  ps::InitLogging(log_level, absl::StrCat("server ", *index));
+
+  ps::ServerRunOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  absl::StatusOr<std::unique_ptr<ps::ParameterServerProcess>> server =
+      ps::ParameterServerProcess::Create(*config, *index, options);
+  if (!server.ok()) {
+    spdlog::critical("cannot create server: {}", server.status().ToString());
+    return Fail(kExitStartFailure, server.status().ToString());
+  }
+  absl::StatusOr<int> port = (*server)->Start();
+  if (!port.ok()) {
+    spdlog::critical("cannot start server: {}", port.status().ToString());
+    return Fail(kExitStartFailure, port.status().ToString());
+  }
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    if (absl::Status s = WritePortFile(port_file, *port); !s.ok()) {
+      spdlog::critical("{}", s.ToString());
+      (*server)->Stop();
+      return Fail(kExitStartFailure, s.ToString());
+    }
+  }
+
+  int signal_number = 0;
+  while (sigwait(&signals, &signal_number) != 0) {
+  }
+  spdlog::info("received {}; shutting down",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Stop();
+  spdlog::info("shutdown complete");
+  return 0;
+}

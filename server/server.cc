@@ -1,0 +1,188 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/backend/update_backend.h"
+#include "common/status_macros.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace ps {
+namespace {
+
+constexpr char kServiceName[] = "ps.proto.ParameterServer";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", what, " '", path, "'"));
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
+    const TlsConfig& tls) {
+  if (!tls.enabled) return grpc::InsecureServerCredentials();
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls.enabled needs tls.cert_file and tls.key_file");
+  }
+  grpc::SslServerCredentialsOptions options(
+      tls.require_client_cert
+          ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ASSIGN_OR_RETURN(std::string cert, ReadFile(tls.cert_file, "tls.cert_file"));
+  ASSIGN_OR_RETURN(std::string key, ReadFile(tls.key_file, "tls.key_file"));
+  if (!tls.ca_file.empty()) {
+    ASSIGN_OR_RETURN(options.pem_root_certs,
+                     ReadFile(tls.ca_file, "tls.ca_file"));
+  } else if (tls.require_client_cert) {
+    return absl::InvalidArgumentError(
+        "tls.require_client_cert needs tls.ca_file");
+  }
+  options.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DefaultListenAddress(const std::string& server) {
+  const size_t colon = server.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(server.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server address '", server, "' is not host:port"));
+  }
+  return absl::StrCat("0.0.0.0:", port);
+}
+
+absl::StatusOr<std::unique_ptr<ParameterServerProcess>>
+ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
+                               const ServerRunOptions& options) {
+  if (shard_index < 0 ||
+      shard_index >= static_cast<int>(config.servers.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server index ", shard_index, " is outside [0, ",
+        config.servers.size(), ") (the config lists ", config.servers.size(),
+        " servers)"));
+  }
+  std::unique_ptr<ParameterServerProcess> process(
+      new ParameterServerProcess(config, shard_index, options));
+  if (options.listen_address.empty()) {
+    ASSIGN_OR_RETURN(process->listen_address_,
+                     DefaultListenAddress(config.servers[shard_index]));
+  } else {
+    process->listen_address_ = options.listen_address;
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<UpdateBackend> backend,
+                   CreateUpdateBackend(config.server.device));
+  spdlog::info("shard {}/{}: backend {}, {} executor threads", shard_index,
+               config.servers.size(), backend->name(), config.server.threads);
+  process->executor_ = std::make_unique<Executor>(config.server.threads);
+  ASSIGN_OR_RETURN(process->shard_,
+                   Shard::Create(config, static_cast<uint32_t>(shard_index),
+                                 std::move(backend), process->executor_.get()));
+  process->service_ = std::make_unique<ParameterServerService>(
+      process->shard_.get(), config.auth_token);
+  return process;
+}
+
+ParameterServerProcess::ParameterServerProcess(const ClusterConfig& config,
+                                               int shard_index,
+                                               const ServerRunOptions& options)
+    : config_(config), shard_index_(shard_index), options_(options) {}
+
+ParameterServerProcess::~ParameterServerProcess() { Stop(); }
+
+absl::StatusOr<int> ParameterServerProcess::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("already started");
+    started_ = true;
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeCredentials(config_.tls));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen_address_, credentials, &port);
+  const int max_bytes = static_cast<int>(std::min<int64_t>(
+      config_.server.max_message_bytes, std::numeric_limits<int>::max()));
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    if (server_ != nullptr) server_->Shutdown();
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address_));
+  }
+  shard_->Start();
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus("", true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    port_ = port;
+  }
+  spdlog::info("shard {} serving on {} (port {}), {} tables", shard_index_,
+               listen_address_, port, config_.tables.size());
+  return port;
+}
+
+int ParameterServerProcess::port() const {
+  absl::MutexLock lock(&mu_);
+  return port_;
+}
+
+void ParameterServerProcess::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
+}
+
+void ParameterServerProcess::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+  }
+  if (server_ != nullptr) {
+    grpc::HealthCheckServiceInterface* health =
+        server_->GetHealthCheckService();
+    if (health != nullptr) health->SetServingStatus(false);
+  }
+  // Parked waits (sync pulls, barriers) fail now, so in-flight calls can end.
+  if (shard_ != nullptr) shard_->Stop();
+  // Idle streams end now instead of at the shutdown deadline.
+  if (service_ != nullptr) service_->BeginShutdown();
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      absl::ToChronoMilliseconds(options_.shutdown_grace));
+    server_->Wait();
+  }
+  // Tasks still queued complete (their streams are gone: replies are dropped).
+  if (executor_ != nullptr) executor_->Stop();
+  spdlog::info("shard {} stopped", shard_index_);
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+}
+
+}  // namespace ps

@@ -1,0 +1,93 @@
+// A parameter-server process: one shard behind a gRPC server.
+//
+// Usage:
+//   ASSIGN_OR_RETURN(auto server, ParameterServerProcess::Create(config, i, {}));
+//   ASSIGN_OR_RETURN(int port, server->Start());
+//   ... server->Stop();   // from another thread, or a signal watcher
+//
+// Owns: the update backend (via the Shard), the executor threads, the Shard
+// (with its liveness monitor) and the grpc::Server. gRPC's default health
+// service reports SERVING (for "" and "ps.proto.ParameterServer") once every
+// configured table exists and the port is bound, NOT_SERVING from the start
+// of Stop(). Server reflection is enabled.
+//
+// Thread safety: Start() once; Stop() and Wait() from any thread.
+#ifndef PS_SERVER_SERVER_H_
+#define PS_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/config.h"
+#include "grpcpp/grpcpp.h"
+#include "server/executor.h"
+#include "server/service.h"
+#include "server/shard.h"
+
+namespace ps {
+
+struct ServerRunOptions {
+  // host:port to bind; "" = "0.0.0.0:<port of servers[shard_index]>". Port 0
+  // lets the OS pick (Start() returns the port).
+  std::string listen_address;
+  // How long Stop() lets in-flight RPCs finish before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+};
+
+class ParameterServerProcess {
+ public:
+  // Builds the backend (config.server.device), executor and shard with all
+  // tables. Errors: INVALID_ARGUMENT (bad index / address), the backend's
+  // FAILED_PRECONDITION (no CUDA device when device: cuda), table errors.
+  static absl::StatusOr<std::unique_ptr<ParameterServerProcess>> Create(
+      const ClusterConfig& config, int shard_index,
+      const ServerRunOptions& options);
+
+  ~ParameterServerProcess();  // Stop()
+
+  // Binds and starts serving. Returns the bound port. UNAVAILABLE when the
+  // address cannot be bound; NOT_FOUND / INVALID_ARGUMENT for TLS files.
+  absl::StatusOr<int> Start();
+
+  // Blocks until Stop() has completed.
+  void Wait();
+
+  // Graceful shutdown: NOT_SERVING, parked waits fail with UNAVAILABLE, stop
+  // accepting, let in-flight RPCs finish (up to shutdown_grace), drain and
+  // join the executor. Idempotent.
+  void Stop();
+
+  Shard* shard() { return shard_.get(); }
+  int port() const;
+
+ private:
+  ParameterServerProcess(const ClusterConfig& config, int shard_index,
+                         const ServerRunOptions& options);
+
+  const ClusterConfig config_;
+  const int shard_index_;
+  const ServerRunOptions options_;
+  std::string listen_address_;
+
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Shard> shard_;
+  std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+
+  mutable absl::Mutex mu_;
+  int port_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex stop_mu_;  // serializes Stop()
+};
+
+// "0.0.0.0:<port>" for a "host:port" entry of the config's servers list.
+absl::StatusOr<std::string> DefaultListenAddress(const std::string& server);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SERVER_H_

@@ -1,0 +1,355 @@
+#include "server/shard.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/partition.h"
+#include "common/status_macros.h"
+#include "server/table_spec.h"
+#include "spdlog/spdlog.h"
+
+namespace ps {
+namespace {
+
+proto::DataResponse ErrorResponse(const proto::DataRequest& request,
+                                  const absl::Status& status) {
+  proto::DataResponse response;
+  response.set_request_id(request.request_id());
+  response.set_status_code(static_cast<int32_t>(status.code()));
+  response.set_status_message(std::string(status.message()));
+  return response;
+}
+
+bool IsPushOp(proto::Op op) {
+  return op == proto::PUSH || op == proto::PUSH_PULL;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
+    const ClusterConfig& config, uint32_t shard_index,
+    std::unique_ptr<UpdateBackend> backend, Executor* executor) {
+  if (config.servers.empty() || shard_index >= config.servers.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard index ", shard_index, " is outside [0, ",
+                     config.servers.size(), ") (the config's servers)"));
+  }
+  std::unique_ptr<Shard> shard(
+      new Shard(config, shard_index, std::move(backend), executor));
+  absl::MutexLock lock(&shard->tables_mu_);
+  for (const TableConfig& table : config.tables) {
+    RETURN_IF_ERROR(shard->AddTable(table));
+  }
+  return shard;
+}
+
+Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
+             std::unique_ptr<UpdateBackend> backend, Executor* executor)
+    : shard_index_(shard_index),
+      num_shards_(static_cast<uint32_t>(config.servers.size())),
+      num_workers_(config.num_workers),
+      options_(config.server),
+      backend_(std::move(backend)),
+      executor_(executor),
+      registry_(config.num_workers,
+                absl::Milliseconds(config.server.heartbeat_timeout_ms),
+                absl::Milliseconds(config.server.worker_join_timeout_ms),
+                absl::Now()),
+      waits_(executor) {}
+
+Shard::~Shard() { Stop(); }
+
+absl::Status Shard::AddTable(const TableConfig& table) {
+  ShardTableOptions options;
+  options.shard_index = shard_index_;
+  options.num_shards = num_shards_;
+  options.num_workers = num_workers_;
+  options.reject_non_finite = options_.reject_non_finite;
+  absl::StatusOr<std::unique_ptr<ShardTable>> created = ShardTable::Create(
+      table, options, backend_.get(), registry_.FloorClock());
+  if (!created.ok()) {
+    return absl::Status(created.status().code(),
+                        absl::StrCat("table '", table.name, "': ",
+                                     created.status().message()));
+  }
+  table_ids_[table.name] = table.table_id;
+  tables_[table.table_id] = std::move(created).value();
+  return absl::OkStatus();
+}
+
+void Shard::Start() {
+  absl::MutexLock lock(&monitor_mu_);
+  if (monitor_.joinable() || stopping_) return;
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+void Shard::Stop() {
+  std::thread monitor;
+  {
+    absl::MutexLock lock(&monitor_mu_);
+    stopping_ = true;
+    monitor = std::move(monitor_);
+  }
+  if (monitor.joinable()) monitor.join();
+  waits_.Close(absl::UnavailableError("server is shutting down"));
+}
+
+void Shard::MonitorLoop() {
+  const absl::Duration interval =
+      std::clamp(absl::Milliseconds(options_.heartbeat_timeout_ms) / 4,
+                 absl::Milliseconds(5), absl::Milliseconds(500));
+  absl::MutexLock lock(&monitor_mu_);
+  while (!monitor_mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                                       interval)) {
+    monitor_mu_.Unlock();
+    CheckLiveness(absl::Now());
+    monitor_mu_.Lock();
+  }
+}
+
+void Shard::CheckLiveness(absl::Time now) {
+  const std::vector<int> evicted = registry_.EvictExpired(now);
+  if (evicted.empty()) return;
+  for (int w : evicted) {
+    spdlog::warn("shard {}: evicted worker {}: no heartbeat within {} ms",
+                 shard_index_, w, options_.heartbeat_timeout_ms);
+  }
+  // Steps and waits that were held up by the evicted workers go on.
+  if (!executor_->Schedule([this] { AdvanceSteps(); })) {
+    spdlog::warn("shard {}: executor stopped; not applying steps",
+                 shard_index_);
+  }
+}
+
+ShardTable* Shard::FindTable(uint32_t table_id) const {
+  absl::MutexLock lock(&tables_mu_);
+  auto it = tables_.find(table_id);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
+std::vector<ShardTable*> Shard::AllTables() const {
+  std::vector<ShardTable*> tables;
+  absl::MutexLock lock(&tables_mu_);
+  tables.reserve(tables_.size());
+  for (const auto& [id, table] : tables_) tables.push_back(table.get());
+  std::sort(tables.begin(), tables.end(), [](ShardTable* a, ShardTable* b) {
+    return a->config().table_id < b->config().table_id;
+  });
+  return tables;
+}
+
+proto::ShardInfo Shard::GetShardInfo() const {
+  proto::ShardInfo info;
+  info.set_shard_index(shard_index_);
+  info.set_num_shards(num_shards_);
+  info.set_num_workers(static_cast<uint32_t>(num_workers_));
+  std::vector<TableConfig> configs;
+  for (ShardTable* table : AllTables()) {
+    configs.push_back(table->config());
+    *info.add_tables() = TableConfigToProto(table->config());
+  }
+  info.set_partition_fingerprint(PartitionFingerprint(num_shards_, configs));
+  info.set_backend(backend_->name());
+  info.set_version(kServerVersion);
+  return info;
+}
+
+absl::StatusOr<proto::TableSpec> Shard::CreateTable(
+    const proto::TableSpec& spec) {
+  ASSIGN_OR_RETURN(TableConfig config, TableConfigFromProto(spec));
+  absl::MutexLock lock(&tables_mu_);
+  auto by_id = tables_.find(config.table_id);
+  auto by_name = table_ids_.find(config.name);
+  const ShardTable* existing = nullptr;
+  if (by_id != tables_.end()) {
+    existing = by_id->second.get();
+  } else if (by_name != table_ids_.end()) {
+    existing = tables_.at(by_name->second).get();
+  }
+  if (existing != nullptr) {
+    if (SameTableConfig(existing->config(), config)) {
+      return TableConfigToProto(existing->config());
+    }
+    return absl::AlreadyExistsError(absl::StrCat(
+        "table id ", existing->config().table_id, " ('",
+        existing->config().name,
+        "') already exists with a different spec than requested for id ",
+        config.table_id, " ('", config.name, "')"));
+  }
+  RETURN_IF_ERROR(AddTable(config));
+  spdlog::info("shard {}: created table '{}' (id {})", shard_index_,
+               config.name, config.table_id);
+  return TableConfigToProto(config);
+}
+
+absl::StatusOr<int64_t> Shard::RegisterWorker(int64_t worker_id) {
+  const bool was_live = registry_.IsLive(worker_id);
+  ASSIGN_OR_RETURN(int64_t clock, registry_.Register(worker_id, absl::Now()));
+  if (!was_live) {
+    spdlog::info("shard {}: re-admitted worker {} at clock {}", shard_index_,
+                 worker_id, clock);
+  } else {
+    spdlog::debug("shard {}: worker {} registered at clock {}", shard_index_,
+                  worker_id, clock);
+  }
+  return clock;
+}
+
+absl::StatusOr<bool> Shard::Heartbeat(int64_t worker_id) {
+  RETURN_IF_ERROR(registry_.CheckWorkerId(worker_id));
+  return registry_.Touch(worker_id, absl::Now());
+}
+
+void Shard::Clock(int64_t worker_id, int64_t clock,
+                  std::function<void(absl::StatusOr<int64_t>)> done) {
+  absl::StatusOr<int64_t> advanced =
+      registry_.AdvanceClock(worker_id, clock, absl::Now());
+  if (!advanced.ok()) {
+    done(advanced.status());
+    return;
+  }
+  const int64_t now_clock = *advanced;
+  auto shared_done =
+      std::make_shared<std::function<void(absl::StatusOr<int64_t>)>>(
+          std::move(done));
+  if (!executor_->Schedule([this, now_clock, shared_done] {
+        AdvanceSteps();
+        (*shared_done)(now_clock);
+      })) {
+    (*shared_done)(absl::UnavailableError("server is shutting down"));
+  }
+}
+
+void Shard::AdvanceSteps() {
+  const int64_t floor = registry_.FloorClock();
+  const absl::flat_hash_set<uint32_t> live = registry_.LiveWorkers();
+  for (ShardTable* table : AllTables()) {
+    absl::StatusOr<int64_t> advanced = table->ApplyStepsUpTo(floor, live);
+    if (!advanced.ok()) {
+      spdlog::error("shard {}: applying sync step of table '{}' failed: {}",
+                    shard_index_, table->config().name,
+                    advanced.status().ToString());
+    }
+  }
+  waits_.Notify();
+}
+
+void Shard::Barrier(int64_t worker_id, uint64_t generation,
+                    std::function<void(absl::Status)> done) {
+  absl::Status arrived =
+      registry_.ArriveAtBarrier(worker_id, generation, absl::Now());
+  if (!arrived.ok()) {
+    done(arrived);
+    return;
+  }
+  waits_.Notify();  // this arrival may complete the others' wait
+  auto resume = [this, worker_id, done = std::move(done)](absl::Status s) {
+    if (s.ok() && !registry_.IsLive(worker_id)) {
+      s = absl::FailedPreconditionError(absl::StrCat(
+          "worker ", worker_id,
+          " was evicted while waiting at a barrier; call RegisterWorker "
+          "again"));
+    }
+    done(s);
+  };
+  auto ready = [this, worker_id, generation] {
+    return registry_.BarrierComplete(generation) ||
+           !registry_.IsLive(worker_id);
+  };
+  auto shared_resume =
+      std::make_shared<decltype(resume)>(std::move(resume));
+  if (waits_.ParkUnlessReady(ready, [shared_resume](absl::Status s) {
+        (*shared_resume)(s);
+      })) {
+    (*shared_resume)(absl::OkStatus());
+  }
+}
+
+proto::StatsResponse Shard::GetStats() const {
+  proto::StatsResponse stats;
+  stats.set_shard_index(shard_index_);
+  for (ShardTable* table : AllTables()) table->FillStats(stats.add_tables());
+  registry_.FillStats(absl::Now(), stats.mutable_workers());
+  return stats;
+}
+
+void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
+                       DataDone done) {
+  auto shared_done = std::make_shared<DataDone>(std::move(done));
+  if (!executor_->Schedule([this, request, shared_done] {
+        ProcessData(request, *shared_done);
+      })) {
+    (*shared_done)(ErrorResponse(
+        *request, absl::UnavailableError("server is shutting down")));
+  }
+}
+
+void Shard::ProcessData(
+    const std::shared_ptr<const proto::DataRequest>& request,
+    const DataDone& done) {
+  ShardTable* table = FindTable(request->table_id());
+  if (table == nullptr) {
+    done(ErrorResponse(*request, absl::NotFoundError(absl::StrCat(
+                                     "table id ", request->table_id(),
+                                     " does not exist on shard ",
+                                     shard_index_))));
+    return;
+  }
+  if (absl::Status s = table->Validate(*request); !s.ok()) {
+    done(ErrorResponse(*request, s));
+    return;
+  }
+  const TableConfig& config = table->config();
+  const int64_t worker = request->worker_id();
+  if (worker >= 0) {
+    const bool live = registry_.Touch(worker, absl::Now());
+    if (!live && IsPushOp(request->op()) &&
+        config.consistency != Consistency::kAsync) {
+      done(ErrorResponse(
+          *request, absl::FailedPreconditionError(absl::StrCat(
+                        "worker ", worker,
+                        " was evicted; call RegisterWorker again before "
+                        "pushing to ",
+                        ConsistencyName(config.consistency), " table '",
+                        config.name, "'"))));
+      return;
+    }
+  }
+
+  WaitList::Ready ready;
+  const int64_t clock = request->clock();
+  if (config.consistency == Consistency::kSync) {
+    ready = [table, clock] { return table->steps() >= clock; };
+  } else if (config.consistency == Consistency::kSsp &&
+             request->op() != proto::PUSH) {
+    const int64_t needed = clock - static_cast<int64_t>(config.staleness);
+    ready = [this, needed] { return registry_.FloorClock() >= needed; };
+  }
+  if (ready) {
+    DataDone done_copy = done;
+    auto resume = [this, table, request, done_copy](absl::Status s) {
+      if (!s.ok()) {
+        done_copy(ErrorResponse(*request, s));
+        return;
+      }
+      ExecuteData(table, *request, done_copy);
+    };
+    if (!waits_.ParkUnlessReady(std::move(ready), std::move(resume))) return;
+  }
+  ExecuteData(table, *request, done);
+}
+
+void Shard::ExecuteData(ShardTable* table, const proto::DataRequest& request,
+                        const DataDone& done) {
+  proto::DataResponse response;
+  response.set_request_id(request.request_id());
+  absl::Status s = table->Execute(request, &response);
+  if (!s.ok()) {
+    done(ErrorResponse(request, s));
+    return;
+  }
+  done(std::move(response));
+}
+
+}  // namespace ps

@@ -1,0 +1,153 @@
+// The state and logic of one parameter-server shard, independent of gRPC:
+// its tables, the worker registry, consistency waits, and the liveness
+// monitor. The gRPC layer (service.h) converts requests to calls here.
+//
+// Threads: data requests and sync-step application run on the Executor
+// passed in (never on the caller's thread, so gRPC threads do not block);
+// completions are called from an executor thread, or inline from the
+// calling thread when the answer is immediate (errors, ready barriers).
+// The Shard owns one thread, the liveness monitor, started by Start() and
+// joined by Stop().
+//
+// Consistency waits (see wait_list.h): a sync pull or push at clock c waits
+// until the table's steps() >= c; an ssp pull at clock c waits until the
+// floor clock (min live worker clock) >= c - staleness; async never waits.
+// Requests of one stream may complete in any order (match by request_id).
+//
+// Thread safety: thread-safe.
+#ifndef PS_SERVER_SHARD_H_
+#define PS_SERVER_SHARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/backend/update_backend.h"
+#include "common/config.h"
+#include "proto/ps.pb.h"
+#include "server/executor.h"
+#include "server/shard_table.h"
+#include "server/wait_list.h"
+#include "server/worker_registry.h"
+
+namespace ps {
+
+// Version string reported in ShardInfo.
+inline constexpr char kServerVersion[] = "ps_server 0.1";
+
+class Shard {
+ public:
+  using DataDone = std::function<void(proto::DataResponse)>;
+
+  // Creates shard `shard_index` of `config` with every configured table.
+  // `executor` must outlive the Shard. INVALID_ARGUMENT for a bad index;
+  // table creation errors are passed through, prefixed with the table name.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(
+      const ClusterConfig& config, uint32_t shard_index,
+      std::unique_ptr<UpdateBackend> backend, Executor* executor);
+
+  ~Shard();  // Stop()
+
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // Starts the liveness monitor (checks every heartbeat_timeout / 4, clamped
+  // to [5 ms, 500 ms]).
+  void Start();
+  // Fails parked operations with UNAVAILABLE, makes new waits fail, joins the
+  // monitor. Idempotent.
+  void Stop();
+
+  uint32_t shard_index() const { return shard_index_; }
+  uint32_t num_shards() const { return num_shards_; }
+
+  proto::ShardInfo GetShardInfo() const;
+
+  // Creates a table (idempotent for an identical spec). ALREADY_EXISTS when
+  // the name or id is taken by a different table; INVALID_ARGUMENT for a bad
+  // spec. Returns the table's spec.
+  absl::StatusOr<proto::TableSpec> CreateTable(const proto::TableSpec& spec);
+
+  // Admits (or re-admits) a worker; returns its starting clock.
+  absl::StatusOr<int64_t> RegisterWorker(int64_t worker_id);
+
+  // Refreshes the worker's liveness. Returns false if it was evicted.
+  // INVALID_ARGUMENT for an id outside [0, num_workers).
+  absl::StatusOr<bool> Heartbeat(int64_t worker_id);
+
+  // Advances the worker's clock, applies sync steps that became complete and
+  // wakes waiters; `done` gets the worker's clock once that is done.
+  void Clock(int64_t worker_id, int64_t clock,
+             std::function<void(absl::StatusOr<int64_t>)> done);
+
+  // `done` is called once barrier `generation` completes for all live
+  // workers (OK), or with FAILED_PRECONDITION if this worker is evicted
+  // meanwhile, UNAVAILABLE on shutdown.
+  void Barrier(int64_t worker_id, uint64_t generation,
+               std::function<void(absl::Status)> done);
+
+  proto::StatsResponse GetStats() const;
+
+  // Runs one data request. `done` gets exactly one response (request_id
+  // set; status_code != 0 on error). `request` is kept alive until then.
+  void SubmitData(std::shared_ptr<const proto::DataRequest> request,
+                  DataDone done);
+
+  // One liveness check at `now` (the monitor calls it periodically): evicts
+  // silent workers, then applies the sync steps they no longer block.
+  void CheckLiveness(absl::Time now);
+
+  // Number of parked operations (tests).
+  int64_t NumWaitingForTesting() const { return waits_.size(); }
+
+ private:
+  Shard(const ClusterConfig& config, uint32_t shard_index,
+        std::unique_ptr<UpdateBackend> backend, Executor* executor);
+
+  absl::Status AddTable(const TableConfig& table)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(tables_mu_);
+  ShardTable* FindTable(uint32_t table_id) const;
+  std::vector<ShardTable*> AllTables() const;
+
+  void ProcessData(const std::shared_ptr<const proto::DataRequest>& request,
+                   const DataDone& done);
+  void ExecuteData(ShardTable* table, const proto::DataRequest& request,
+                   const DataDone& done);
+  // Applies complete sync steps of every table and wakes waiters.
+  void AdvanceSteps();
+  void MonitorLoop();
+
+  // Constant after construction.
+  const uint32_t shard_index_;
+  const uint32_t num_shards_;
+  const int num_workers_;
+  const ServerOptions options_;
+  const std::unique_ptr<UpdateBackend> backend_;
+  Executor* const executor_;
+
+  WorkerRegistry registry_;
+  WaitList waits_;
+
+  mutable absl::Mutex tables_mu_;
+  absl::flat_hash_map<uint32_t, std::unique_ptr<ShardTable>> tables_
+      ABSL_GUARDED_BY(tables_mu_);
+  absl::flat_hash_map<std::string, uint32_t> table_ids_
+      ABSL_GUARDED_BY(tables_mu_);
+
+  absl::Mutex monitor_mu_;
+  bool stopping_ ABSL_GUARDED_BY(monitor_mu_) = false;
+  std::thread monitor_ ABSL_GUARDED_BY(monitor_mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_H_

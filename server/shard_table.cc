@@ -1,0 +1,364 @@
+#include "server/shard_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/bytes.h"
+#include "common/status_macros.h"
+#include "server/initializer.h"
+
+namespace ps {
+namespace {
+
+// Elements initialized per Write() when a dense shard is created.
+constexpr uint64_t kInitChunk = 1 << 16;
+
+// Views raw bytes as T. Protobuf strings are heap- or SSO-allocated and thus
+// aligned for T; the copy into `scratch` only guards against a misaligned
+// buffer (e.g. a future arena or zero-copy parse).
+template <typename T>
+absl::Span<const T> View(const std::string& bytes, std::vector<T>* scratch) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) == 0) {
+    return ViewRaw<T>(bytes);
+  }
+  scratch->resize(bytes.size() / sizeof(T));
+  std::memcpy(scratch->data(), bytes.data(), scratch->size() * sizeof(T));
+  return absl::MakeConstSpan(*scratch);
+}
+
+// Resizes `out` to hold n floats and returns them as a span.
+absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
+  out->resize(n * sizeof(float));
+  return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
+}
+
+bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
+bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
+    const TableConfig& config, const ShardTableOptions& options,
+    UpdateBackend* backend, int64_t initial_step) {
+  Range owned;
+  uint64_t store_size = 0;
+  if (config.kind == TableKind::kDense) {
+    owned = DenseShardRange(config.size, options.shard_index,
+                            options.num_shards);
+    store_size = owned.size();
+  } else if (config.dim == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse table '", config.name, "' needs dim > 0"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ParamStore> store,
+                   backend->CreateStore(config.optimizer, store_size));
+  if (config.kind == TableKind::kDense &&
+      config.initializer.type != InitializerType::kZeros) {
+    std::vector<float> buf(std::min<uint64_t>(kInitChunk, store_size));
+    for (uint64_t pos = 0; pos < store_size; pos += kInitChunk) {
+      const uint64_t n = std::min<uint64_t>(kInitChunk, store_size - pos);
+      absl::Span<float> chunk(buf.data(), n);
+      InitDenseRange(config.initializer, owned.begin + pos, chunk);
+      RETURN_IF_ERROR(store->Write(pos, chunk));
+    }
+  }
+  return std::unique_ptr<ShardTable>(new ShardTable(
+      config, options, std::move(store), owned,
+      config.consistency == Consistency::kSync ? initial_step : 0));
+}
+
+ShardTable::ShardTable(const TableConfig& config,
+                       const ShardTableOptions& options,
+                       std::unique_ptr<ParamStore> store, Range owned,
+                       int64_t initial_step)
+    : config_(config),
+      options_(options),
+      owned_(owned),
+      steps_(initial_step),
+      store_(std::move(store)) {}
+
+absl::Status ShardTable::Validate(const proto::DataRequest& request) const {
+  const proto::Op op = request.op();
+  if (!IsPush(op) && !IsPull(op)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op ", static_cast<int>(op),
+        " is not PULL (1), PUSH (2) or PUSH_PULL (3)"));
+  }
+  const int64_t worker = request.worker_id();
+  if (worker < -1 || worker >= options_.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_id ", worker, " is outside [-1, ", options_.num_workers,
+        ") (-1 = not a worker; num_workers = ", options_.num_workers, ")"));
+  }
+  const bool push = IsPush(op);
+  if (push && worker == -1 && config_.consistency != Consistency::kAsync) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", config_.name, "' is ", ConsistencyName(config_.consistency),
+        ": only workers (worker_id >= 0) may push to it"));
+  }
+  if (request.clock() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("clock ", request.clock(), " is negative"));
+  }
+  return config_.kind == TableKind::kDense ? ValidateDense(request, push)
+                                           : ValidateSparse(request, push);
+}
+
+namespace {
+
+absl::Status CheckValues(const proto::DataRequest& request, bool push,
+                         uint64_t expected_floats, bool reject_non_finite) {
+  const std::string& values = request.values();
+  if (!push) {
+    if (!values.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a pull carries no values; got ", values.size(), " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  if (values.size() != expected_floats * sizeof(float)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values: expected ", expected_floats * sizeof(float), " bytes (",
+        expected_floats, " float32), got ", values.size(), " bytes"));
+  }
+  if (reject_non_finite) {
+    std::vector<float> scratch;
+    absl::Span<const float> grad = View<float>(values, &scratch);
+    for (size_t i = 0; i < grad.size(); ++i) {
+      if (!std::isfinite(grad[i])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gradient ", i, " is not finite (",
+                         std::isnan(grad[i]) ? "nan" : "inf",
+                         "); the request was not applied"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ShardTable::ValidateDense(const proto::DataRequest& request,
+                                       bool push) const {
+  const uint64_t offset = request.offset();
+  const uint64_t length = request.length();
+  if (length == 0) {
+    return absl::InvalidArgumentError("dense request with length 0");
+  }
+  if (!request.keys().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dense table '", config_.name, "' takes offset/length, not keys (got ",
+        request.keys().size(), " bytes of keys)"));
+  }
+  if (offset > config_.size || length > config_.size - offset) {
+    const bool wraps = length > UINT64_MAX - offset;
+    return absl::OutOfRangeError(absl::StrCat(
+        "elements [", offset, ",",
+        wraps ? absl::StrCat(offset, "+", length) : absl::StrCat(offset + length),
+        ") are outside table '", config_.name, "' of ", config_.size,
+        " elements"));
+  }
+  if (offset < owned_.begin || offset + length > owned_.end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "elements [", offset, ",", offset + length, ") are not on shard ",
+        options_.shard_index, " (owns [", owned_.begin, ",", owned_.end,
+        ")) of table '", config_.name, "'"));
+  }
+  return CheckValues(request, push, length, options_.reject_non_finite);
+}
+
+absl::Status ShardTable::ValidateSparse(const proto::DataRequest& request,
+                                        bool push) const {
+  const std::string& key_bytes = request.keys();
+  if (key_bytes.size() % sizeof(uint64_t) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "keys: expected a multiple of 8 bytes (uint64 ids), got ",
+        key_bytes.size(), " bytes"));
+  }
+  if (key_bytes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse request to table '", config_.name, "' with no keys"));
+  }
+  std::vector<uint64_t> scratch;
+  absl::Span<const uint64_t> keys = View<uint64_t>(key_bytes, &scratch);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i > 0 && keys[i] <= keys[i - 1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "keys must be sorted and unique: key ", i, " (", keys[i],
+          ") follows ", keys[i - 1]));
+    }
+    const uint32_t owner = SparseShardOf(keys[i], options_.num_shards);
+    if (owner != options_.shard_index) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "id ", keys[i], " (key ", i, ") belongs to shard ", owner,
+          ", not shard ", options_.shard_index));
+    }
+  }
+  return CheckValues(request, push,
+                     static_cast<uint64_t>(keys.size()) * config_.dim,
+                     options_.reject_non_finite);
+}
+
+absl::Status ShardTable::Execute(const proto::DataRequest& request,
+                                 proto::DataResponse* response) {
+  std::vector<uint64_t> key_scratch;
+  absl::Span<const uint64_t> ids;
+  if (config_.kind == TableKind::kSparse) {
+    ids = View<uint64_t>(request.keys(), &key_scratch);
+  }
+  absl::MutexLock lock(&mu_);
+  if (IsPush(request.op()) && config_.consistency == Consistency::kSync) {
+    const int64_t step = steps();
+    if (request.clock() != step) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "push for step ", request.clock(), " of sync table '", config_.name,
+          "': ",
+          request.clock() < step ? "that step was already applied"
+                                 : "that step is not open yet",
+          " (steps applied: ", step, ")"));
+    }
+  }
+  std::vector<uint64_t> rows;
+  if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
+  if (IsPush(request.op())) RETURN_IF_ERROR(PushLocked(request, rows));
+  if (IsPull(request.op())) RETURN_IF_ERROR(PullLocked(request, rows, response));
+  response->set_version(version_);
+  response->set_step(steps());
+  return absl::OkStatus();
+}
+
+absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
+                                 std::vector<uint64_t>* rows) {
+  rows->resize(ids.size());
+  const uint32_t dim = config_.dim;
+  uint64_t next_row = store_->size() / dim;
+  std::vector<float> fresh;  // initial values of the rows created here
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, inserted] = rows_.try_emplace(ids[i], next_row);
+    if (inserted) {
+      const size_t at = fresh.size();
+      fresh.resize(at + dim);
+      InitSparseRow(config_.initializer, ids[i],
+                    absl::Span<float>(fresh.data() + at, dim));
+      ++next_row;
+    }
+    (*rows)[i] = it->second;
+  }
+  if (!fresh.empty()) {
+    absl::Status s = store_->Append(fresh);
+    if (!s.ok()) {
+      // Forget the ids whose rows were not created.
+      const uint64_t first_new = store_->size() / dim;
+      for (uint64_t id : ids) {
+        auto it = rows_.find(id);
+        if (it != rows_.end() && it->second >= first_new) rows_.erase(it);
+      }
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardTable::PushLocked(const proto::DataRequest& request,
+                                    absl::Span<const uint64_t> rows) {
+  std::vector<float> scratch;
+  absl::Span<const float> grad = View<float>(request.values(), &scratch);
+  const bool dense = config_.kind == TableKind::kDense;
+  const uint64_t local = dense ? request.offset() - owned_.begin : 0;
+  if (config_.consistency == Consistency::kSync) {
+    if (dense) {
+      RETURN_IF_ERROR(store_->AccumulateDense(local, grad));
+    } else {
+      RETURN_IF_ERROR(store_->AccumulateRows(rows, config_.dim, grad));
+      step_rows_.insert(rows.begin(), rows.end());
+    }
+    step_has_pushes_ = true;
+    step_pushers_.insert(static_cast<uint32_t>(request.worker_id()));
+  } else {
+    // t of the logical push this chunk belongs to.
+    const uint64_t t = version_ + (request.first_chunk() ? 1 : 0);
+    const int64_t step = static_cast<int64_t>(std::max<uint64_t>(t, 1));
+    if (dense) {
+      RETURN_IF_ERROR(store_->ApplyDense(local, grad, 1.0f, step));
+    } else {
+      RETURN_IF_ERROR(store_->ApplyRows(rows, config_.dim, grad, 1.0f, step));
+    }
+    if (request.first_chunk()) ++version_;
+  }
+  ++pushes_;
+  bytes_in_ += request.keys().size() + request.values().size();
+  return absl::OkStatus();
+}
+
+absl::Status ShardTable::PullLocked(const proto::DataRequest& request,
+                                    absl::Span<const uint64_t> rows,
+                                    proto::DataResponse* response) {
+  std::string* out = response->mutable_values();
+  if (config_.kind == TableKind::kDense) {
+    absl::Span<float> values = ResizeFloats(out, request.length());
+    RETURN_IF_ERROR(store_->Read(request.offset() - owned_.begin, values));
+  } else {
+    absl::Span<float> values =
+        ResizeFloats(out, static_cast<uint64_t>(rows.size()) * config_.dim);
+    RETURN_IF_ERROR(store_->ReadRows(rows, config_.dim, values));
+  }
+  ++pulls_;
+  if (!IsPush(request.op())) bytes_in_ += request.keys().size();
+  bytes_out_ += out->size();
+  return absl::OkStatus();
+}
+
+uint64_t ShardTable::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+absl::StatusOr<int64_t> ShardTable::ApplyStepsUpTo(
+    int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live) {
+  if (config_.consistency != Consistency::kSync) return 0;
+  absl::MutexLock lock(&mu_);
+  int64_t advanced = 0;
+  while (steps() < floor_clock) {
+    if (step_has_pushes_) {
+      absl::flat_hash_set<uint32_t> members = live;
+      members.insert(step_pushers_.begin(), step_pushers_.end());
+      const float scale = 1.0f / static_cast<float>(members.size());
+      const int64_t t = static_cast<int64_t>(version_ + 1);
+      if (config_.kind == TableKind::kDense) {
+        RETURN_IF_ERROR(store_->ApplyAccumulated(scale, t));
+      } else {
+        std::vector<uint64_t> rows(step_rows_.begin(), step_rows_.end());
+        std::sort(rows.begin(), rows.end());
+        RETURN_IF_ERROR(
+            store_->ApplyAccumulatedRows(rows, config_.dim, scale, t));
+      }
+      ++version_;
+      step_has_pushes_ = false;
+      step_pushers_.clear();
+      step_rows_.clear();
+    }
+    steps_.store(steps() + 1, std::memory_order_release);
+    ++advanced;
+  }
+  return advanced;
+}
+
+void ShardTable::FillStats(proto::TableStats* stats) const {
+  absl::MutexLock lock(&mu_);
+  stats->set_name(config_.name);
+  stats->set_table_id(config_.table_id);
+  stats->set_version(version_);
+  stats->set_step(steps());
+  stats->set_num_rows(config_.kind == TableKind::kSparse ? rows_.size() : 0);
+  stats->set_num_elements(store_->size());
+  stats->set_pushes(pushes_);
+  stats->set_pulls(pulls_);
+  stats->set_bytes_in(bytes_in_);
+  stats->set_bytes_out(bytes_out_);
+}
+
+}  // namespace ps

@@ -1,0 +1,159 @@
+// One table's shard: parameters, optimizer state and consistency bookkeeping
+// of the keys this server owns.
+//
+// Dense tables own the element range DenseShardRange(size, shard, shards);
+// requests carry global offsets, the store holds the owned range at local
+// offsets 0..range.size(). Sparse tables map each owned id (SparseShardOf)
+// to a row of the store, created on the first pull or push of that id with
+// the table's initializer (see initializer.h: values are independent of the
+// shard count and creation order).
+//
+// Versions: version() counts the logical updates applied. async / ssp: every
+// push request with first_chunk = true bumps it when applied (the other
+// chunks of the same logical push do not). sync: each applied step that
+// received at least one push bumps it. The optimizer's step t (Adam bias
+// correction) is the version after the bump (>= 1).
+//
+// Sync tables: a push at clock c accumulates into step c (the store's
+// accumulator; sparse tables also remember the touched rows). The step is
+// applied by ApplyStepsUpTo() once every live worker's clock is past c, with
+// gradient = accumulated sum / D, where D = number of distinct workers that
+// are live at application time or whose pushes are in the step. With every
+// worker live and pushing, D = W and the update is exactly minibatch SGD on
+// the union of the workers' batches; a worker evicted after pushing still
+// counts (its gradient is in the sum); a worker that pushed nothing to this
+// shard-table but is live counts too (its gradient for these keys is zero,
+// e.g. a sparse batch without ids on this shard). A step in which nobody
+// pushed advances steps() but applies nothing and leaves the version alone.
+// Dense steps update every owned element (momentum / Adam state evolves with
+// a zero gradient as in minibatch training); sparse steps only touched rows.
+//
+// Thread safety: thread-safe; one mutex per table guards the store.
+#ifndef PS_SERVER_SHARD_TABLE_H_
+#define PS_SERVER_SHARD_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/backend/update_backend.h"
+#include "common/config.h"
+#include "common/partition.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+struct ShardTableOptions {
+  uint32_t shard_index = 0;
+  uint32_t num_shards = 1;
+  int num_workers = 1;
+  bool reject_non_finite = true;  // NaN / Inf gradients: INVALID_ARGUMENT
+};
+
+class ShardTable {
+ public:
+  // Creates the shard of `config` with initialized values. `backend` is used
+  // only during the call. `initial_step` is where a sync table's step count
+  // starts (the cluster's floor clock when the table is created at runtime).
+  // Errors: those of backend->CreateStore (INVALID_ARGUMENT,
+  // RESOURCE_EXHAUSTED).
+  static absl::StatusOr<std::unique_ptr<ShardTable>> Create(
+      const TableConfig& config, const ShardTableOptions& options,
+      UpdateBackend* backend, int64_t initial_step = 0);
+
+  ShardTable(const ShardTable&) = delete;
+  ShardTable& operator=(const ShardTable&) = delete;
+
+  const TableConfig& config() const { return config_; }
+  // Dense: the owned global element range; sparse: empty.
+  Range owned_range() const { return owned_; }
+
+  // Checks every field of `request` against this table without touching
+  // data: op set; worker_id in [-1, num_workers); non-workers push only to
+  // async tables (FAILED_PRECONDITION); clock >= 0; dense: length > 0, range
+  // inside the table (else OUT_OF_RANGE) and owned by this shard, no keys;
+  // sparse: keys a whole number of uint64, non-empty, sorted and unique,
+  // each owned by this shard; push values exactly length (dense) or
+  // num_keys * dim (sparse) floats, pulls carry none; gradients finite when
+  // reject_non_finite. INVALID_ARGUMENT unless said otherwise; messages say
+  // what was expected and what came.
+  absl::Status Validate(const proto::DataRequest& request) const;
+
+  // Executes a request that passed Validate(): pushes, then (PULL /
+  // PUSH_PULL) writes the values in request order into response->values,
+  // plus version and step. Sync pushes need request.clock() == steps()
+  // (FAILED_PRECONDITION otherwise: the step was already applied, or is not
+  // open yet). Nothing is changed when an error is returned before the
+  // store is touched; backend errors are passed through.
+  absl::Status Execute(const proto::DataRequest& request,
+                       proto::DataResponse* response);
+
+  // Sync: number of steps applied (a pull at clock c may read once
+  // steps() >= c). Other tables: 0.
+  int64_t steps() const { return steps_.load(std::memory_order_acquire); }
+
+  uint64_t version() const;
+
+  // Sync: applies every step below `floor_clock` (see the class comment);
+  // `live` are the live workers. Returns how many steps advanced. No-op for
+  // other consistencies.
+  absl::StatusOr<int64_t> ApplyStepsUpTo(
+      int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live);
+
+  void FillStats(proto::TableStats* stats) const;
+
+ private:
+  ShardTable(const TableConfig& config, const ShardTableOptions& options,
+             std::unique_ptr<ParamStore> store, Range owned,
+             int64_t initial_step);
+
+  absl::Status ValidateDense(const proto::DataRequest& request,
+                             bool push) const;
+  absl::Status ValidateSparse(const proto::DataRequest& request,
+                              bool push) const;
+
+  // Row indexes of `ids` (sorted, unique, owned), creating missing rows.
+  absl::Status RowsFor(absl::Span<const uint64_t> ids,
+                       std::vector<uint64_t>* rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PushLocked(const proto::DataRequest& request,
+                          absl::Span<const uint64_t> rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PullLocked(const proto::DataRequest& request,
+                          absl::Span<const uint64_t> rows,
+                          proto::DataResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const TableConfig config_;
+  const ShardTableOptions options_;
+  const Range owned_;  // dense only
+
+  // Written under mu_, read lock-free by wait predicates.
+  std::atomic<int64_t> steps_;
+
+  mutable absl::Mutex mu_;
+  std::unique_ptr<ParamStore> store_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint64_t> rows_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sync step in progress.
+  bool step_has_pushes_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<uint32_t> step_pushers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> step_rows_ ABSL_GUARDED_BY(mu_);
+  // Statistics.
+  uint64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t pulls_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_in_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_out_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_TABLE_H_

@@ -1,0 +1,182 @@
+// Consistency waits, eviction and rejoin through the Shard (no gRPC).
+#include "server/shard.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/backend/update_backend.h"
+#include "common/bytes.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Collects one asynchronous DataResponse.
+struct Result {
+  absl::Notification done;
+  proto::DataResponse response;
+  Shard::DataDone Callback() {
+    return [this](proto::DataResponse r) {
+      response = std::move(r);
+      done.Notify();
+    };
+  }
+};
+
+std::shared_ptr<proto::DataRequest> Req(proto::Op op, uint32_t table,
+                                        int worker, int64_t clock,
+                                        std::vector<float> grad = {}) {
+  auto r = std::make_shared<proto::DataRequest>();
+  r->set_request_id(7);
+  r->set_op(op);
+  r->set_table_id(table);
+  r->set_worker_id(worker);
+  r->set_clock(clock);
+  r->set_offset(0);
+  r->set_length(2);
+  r->set_first_chunk(true);
+  if (!grad.empty()) r->set_values(EncodeRaw<float>(grad));
+  return r;
+}
+
+std::vector<float> Floats(const std::string& bytes) {
+  auto span = ViewRaw<float>(bytes);
+  return std::vector<float>(span.begin(), span.end());
+}
+
+class ShardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClusterConfig config;
+    config.servers = {"127.0.0.1:1"};
+    config.num_workers = 2;
+    config.server.heartbeat_timeout_ms = 60000;
+    config.server.worker_join_timeout_ms = 60000;
+    TableConfig sync;
+    sync.name = "sync";
+    sync.table_id = 0;
+    sync.size = 2;
+    sync.consistency = Consistency::kSync;
+    sync.optimizer.learning_rate = 1.0f;
+    TableConfig ssp = sync;
+    ssp.name = "ssp";
+    ssp.table_id = 1;
+    ssp.consistency = Consistency::kSsp;
+    ssp.staleness = 1;
+    config.tables = {sync, ssp};
+    auto shard = Shard::Create(config, 0, CreateCpuUpdateBackend(), &executor_);
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    shard_ = std::move(shard).value();
+  }
+
+  absl::StatusOr<int64_t> Clock(int worker, int64_t clock) {
+    absl::Notification done;
+    absl::StatusOr<int64_t> result;
+    shard_->Clock(worker, clock, [&](absl::StatusOr<int64_t> r) {
+      result = r;
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return result;
+  }
+
+  proto::DataResponse Do(std::shared_ptr<proto::DataRequest> request) {
+    Result result;
+    shard_->SubmitData(request, result.Callback());
+    result.done.WaitForNotification();
+    return result.response;
+  }
+
+  Executor executor_{2};
+  std::unique_ptr<Shard> shard_;
+};
+
+TEST_F(ShardTest, EvictionReleasesAWaitingSyncPull) {
+  ASSERT_EQ(Do(Req(proto::PUSH, 0, 0, 0, {2, 4})).status_code(), 0);
+  ASSERT_TRUE(Clock(0, 1).ok());
+  Result pull;
+  shard_->SubmitData(Req(proto::PULL, 0, 0, 1), pull.Callback());
+  EXPECT_FALSE(pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  EXPECT_EQ(shard_->NumWaitingForTesting(), 1);
+
+  // Worker 0 keeps heartbeating; worker 1 never shows up.
+  ASSERT_TRUE(*shard_->Heartbeat(0));
+  shard_->CheckLiveness(absl::Now() + absl::Seconds(61));
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(pull.response.status_code(), 0);
+  EXPECT_EQ(pull.response.step(), 1);
+  // Only worker 0 pushed and only it is live: divisor 1.
+  EXPECT_THAT(Floats(pull.response.values()), ElementsAre(-2, -4));
+
+  // Worker 1 must re-register; it rejoins at the current step.
+  EXPECT_FALSE(*shard_->Heartbeat(1));
+  EXPECT_EQ(Do(Req(proto::PUSH, 0, 1, 1, {1, 1})).status_code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(*shard_->RegisterWorker(1), 1);
+  EXPECT_EQ(Do(Req(proto::PUSH, 0, 1, 1, {1, 1})).status_code(), 0);
+}
+
+TEST_F(ShardTest, SspPullWaitsOnlyBeyondTheStalenessBound) {
+  // Staleness 1: a worker at clock 1 reads while the slowest is at 0.
+  ASSERT_TRUE(Clock(0, 1).ok());
+  EXPECT_EQ(Do(Req(proto::PULL, 1, 0, 1)).status_code(), 0);
+  // Pushes are applied on arrival.
+  EXPECT_EQ(Do(Req(proto::PUSH, 1, 0, 1, {1, 1})).version(), 1u);
+  ASSERT_TRUE(Clock(0, 2).ok());
+  Result pull;
+  shard_->SubmitData(Req(proto::PULL, 1, 0, 2), pull.Callback());
+  EXPECT_FALSE(pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  ASSERT_TRUE(Clock(1, 1).ok());
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(pull.response.status_code(), 0);
+  EXPECT_THAT(Floats(pull.response.values()), ElementsAre(-1, -1));
+}
+
+TEST_F(ShardTest, SyncPushForAFutureStepWaitsForItsStep) {
+  ASSERT_TRUE(Clock(0, 1).ok());
+  // Worker 0 pushes for step 1 before step 0 is applied: parked.
+  Result push;
+  shard_->SubmitData(Req(proto::PUSH, 0, 0, 1, {2, 2}), push.Callback());
+  EXPECT_FALSE(push.done.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  ASSERT_TRUE(Clock(1, 1).ok());  // step 0 applied (empty)
+  ASSERT_TRUE(push.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(push.response.status_code(), 0);
+  ASSERT_TRUE(Clock(0, 2).ok());
+  ASSERT_TRUE(Clock(1, 2).ok());
+  proto::DataResponse r = Do(Req(proto::PULL, 0, 1, 2));
+  EXPECT_THAT(Floats(r.values()), ElementsAre(-1, -1));  // mean over 2 live
+  EXPECT_EQ(r.step(), 2);
+  EXPECT_EQ(r.version(), 1u);
+}
+
+TEST_F(ShardTest, BarrierAndStop) {
+  absl::Notification first;
+  absl::Status first_status;
+  shard_->Barrier(0, 0, [&](absl::Status s) {
+    first_status = s;
+    first.Notify();
+  });
+  EXPECT_FALSE(first.HasBeenNotified());
+  absl::Notification second;
+  shard_->Barrier(1, 0, [&](absl::Status) { second.Notify(); });
+  ASSERT_TRUE(first.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(second.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(first_status.ok());
+
+  // A parked pull fails with UNAVAILABLE on Stop().
+  Result pull;
+  shard_->SubmitData(Req(proto::PULL, 0, 0, 3), pull.Callback());
+  EXPECT_FALSE(pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  shard_->Stop();
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(pull.response.status_code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+}
+
+}  // namespace
+}  // namespace ps
