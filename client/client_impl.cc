@@ -1,0 +1,778 @@
+#include "client/client_impl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "client/future.h"
+#include "client/request_planner.h"
+#include "client/table_spec.h"
+#include "common/bytes.h"
+#include "common/partition.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace ps {
+namespace {
+
+bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
+bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
+
+absl::Duration RpcTimeout(const ClientOptions& options) {
+  return absl::Milliseconds(std::max<int64_t>(options.client.rpc_timeout_ms, 1));
+}
+
+absl::Status FirstError(const std::vector<absl::Status>& statuses) {
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ClientOptions ClientOptions::FromConfig(const ClusterConfig& config,
+                                        int worker_id) {
+  ClientOptions options;
+  options.servers = config.servers;
+  options.tables = config.tables;
+  options.worker_id = worker_id;
+  options.client = config.client;
+  options.tls = config.tls;
+  options.auth_token = config.auth_token;
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    const ClientOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientImpl> client,
+                   ClientImpl::Create(options));
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
+    const ClientOptions& options) {
+  if (options.servers.empty()) {
+    return absl::InvalidArgumentError("ClientOptions.servers is empty");
+  }
+  if (options.worker_id < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_id must be >= 0, or -1 for a non-worker client; got ",
+        options.worker_id));
+  }
+  if (options.client.chunk_bytes < static_cast<int64_t>(sizeof(float))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "client.chunk_bytes must be at least 4; got ",
+        options.client.chunk_bytes));
+  }
+  auto request_ids = std::make_shared<std::atomic<uint64_t>>(1);
+  std::vector<std::unique_ptr<ServerConnection>> connections;
+  for (const std::string& address : options.servers) {
+    ServerConnection::Options conn;
+    conn.address = address;
+    conn.client = options.client;
+    conn.tls = options.tls;
+    conn.auth_token = options.auth_token;
+    conn.request_ids = request_ids;
+    ASSIGN_OR_RETURN(std::unique_ptr<ServerConnection> connection,
+                     ServerConnection::Create(std::move(conn)));
+    connections.push_back(std::move(connection));
+  }
+  std::unique_ptr<ClientImpl> client(
+      new ClientImpl(options, std::move(connections)));
+  RETURN_IF_ERROR(client->Handshake());
+  if (options.worker_id >= 0) {
+    RETURN_IF_ERROR(client->RegisterEverywhere());
+    client->heartbeat_thread_ =
+        std::thread([c = client.get()] { c->HeartbeatLoop(); });
+  }
+  return client;
+}
+
+ClientImpl::ClientImpl(
+    const ClientOptions& options,
+    std::vector<std::unique_ptr<ServerConnection>> connections)
+    : options_(options),
+      client_id_([] {
+        absl::BitGen gen;
+        uint64_t id = 0;
+        while (id == 0) id = absl::Uniform<uint64_t>(gen);
+        return id;
+      }()),
+      connections_(std::move(connections)) {}
+
+ClientImpl::~ClientImpl() {
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    stop_heartbeat_ = true;
+  }
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Response callbacks touch push_mu_; close the streams while it lives.
+  connections_.clear();
+}
+
+// ------------------------------------------------------------ RPC helpers
+
+absl::Status ClientImpl::Annotate(const char* method, int shard,
+                                  const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
+  // A deadline on a control RPC means the server did not answer in time.
+  if (code == absl::StatusCode::kDeadlineExceeded) {
+    code = absl::StatusCode::kUnavailable;
+  }
+  return absl::Status(
+      code, absl::StrCat(method, " on server ", connections_[shard]->address(),
+                         " (shard ", shard, "): ", status.error_message()));
+}
+
+template <typename Request, typename Response, typename Start>
+std::vector<absl::Status> ClientImpl::CallAll(
+    const char* method, absl::Duration timeout, bool wait_for_ready,
+    const std::vector<Request>& requests, std::vector<Response>* responses,
+    Start start) {
+  const size_t n = connections_.size();
+  responses->assign(n, Response());
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
+  std::vector<grpc::Status> results(n);
+  absl::BlockingCounter remaining(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) {
+    contexts[i] = connections_[i]->NewContext(timeout, wait_for_ready);
+    start(connections_[i]->stub()->async(), contexts[i].get(), &requests[i],
+          &(*responses)[i], [&results, &remaining, i](grpc::Status status) {
+            results[i] = std::move(status);
+            remaining.DecrementCount();
+          });
+  }
+  remaining.Wait();
+  std::vector<absl::Status> statuses(n);
+  for (size_t i = 0; i < n; ++i) {
+    statuses[i] = Annotate(method, static_cast<int>(i), results[i]);
+  }
+  return statuses;
+}
+
+// --------------------------------------------------------------- handshake
+
+absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
+    int shard, absl::Time deadline) {
+  ServerConnection& conn = *connections_[shard];
+  absl::Duration backoff = absl::Milliseconds(
+      std::max<int64_t>(options_.client.reconnect_initial_backoff_ms, 1));
+  const absl::Duration max_backoff = std::max(
+      backoff, absl::Milliseconds(options_.client.reconnect_max_backoff_ms));
+  grpc::Status last;
+  while (true) {
+    const absl::Duration remaining = deadline - absl::Now();
+    if (remaining <= absl::ZeroDuration()) break;
+    // wait_for_ready: a server that is still starting is waited for rather
+    // than failing the call at once.
+    std::unique_ptr<grpc::ClientContext> context =
+        conn.NewContext(remaining, /*wait_for_ready=*/true);
+    proto::ShardInfo info;
+    last = conn.stub()->GetShardInfo(context.get(), proto::ShardInfoRequest(),
+                                     &info);
+    if (last.ok()) return info;
+    if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return Annotate("GetShardInfo", shard, last);
+    }
+    absl::SleepFor(std::min(backoff, deadline - absl::Now()));
+    backoff = std::min(backoff * 2, max_backoff);
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "server ", conn.address(), " (shard ", shard, ") not ready within ",
+      options_.client.rpc_timeout_ms, " ms",
+      last.ok() ? "" : absl::StrCat(": ", last.error_message())));
+}
+
+absl::Status ClientImpl::Handshake() {
+  const uint32_t num_shards = static_cast<uint32_t>(connections_.size());
+  const absl::Time deadline = absl::Now() + RpcTimeout(options_);
+  std::vector<proto::ShardInfo> infos;
+  std::vector<std::vector<TableConfig>> shard_tables;
+  for (uint32_t i = 0; i < num_shards; ++i) {
+    ASSIGN_OR_RETURN(proto::ShardInfo info, FetchShardInfo(i, deadline));
+    const std::string& address = connections_[i]->address();
+    if (info.shard_index() != i) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server ", address, " reports shard ", info.shard_index(),
+          " but is listed at position ", i, " of the client's server list"));
+    }
+    if (info.num_shards() != num_shards) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server ", address, " reports ", info.num_shards(),
+          " shards but the client lists ", num_shards, " servers"));
+    }
+    std::vector<TableConfig> tables;
+    for (const proto::TableSpec& spec : info.tables()) {
+      tables.push_back(FromProto(spec));
+    }
+    std::sort(tables.begin(), tables.end(),
+              [](const TableConfig& a, const TableConfig& b) {
+                return a.table_id < b.table_id;
+              });
+    const std::string server_label = absl::StrCat("server ", address);
+    if (!options_.tables.empty()) {
+      std::vector<std::string> diffs = DescribeTableDifferences(
+          options_.tables, "this client", tables, server_label,
+          /*allow_extra=*/true);
+      if (!diffs.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "partition view of server ", address, " (shard ", i,
+            ") differs from this client's tables: ",
+            absl::StrJoin(diffs, "; ")));
+      }
+      const uint64_t mine = PartitionFingerprint(num_shards, options_.tables);
+      // A server may fingerprint its config's tables or all the tables it
+      // holds now (including ones created at run time); either agrees.
+      if (info.partition_fingerprint() != mine &&
+          info.partition_fingerprint() !=
+              PartitionFingerprint(num_shards, tables)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "server ", address, " (shard ", i,
+            ") reports partition fingerprint ",
+            absl::Hex(info.partition_fingerprint()),
+            " but this client computes ", absl::Hex(mine),
+            " from the same tables and ", num_shards,
+            " shards: the processes partition keys differently"));
+      }
+    }
+    if (i > 0) {
+      std::vector<std::string> diffs = DescribeTableDifferences(
+          shard_tables[0],
+          absl::StrCat("server ", connections_[0]->address()), tables,
+          server_label, /*allow_extra=*/false);
+      if (!diffs.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("servers disagree on the tables: ",
+                         absl::StrJoin(diffs, "; ")));
+      }
+      if (options_.tables.empty() &&
+          info.partition_fingerprint() != infos[0].partition_fingerprint()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "server ", address, " reports partition fingerprint ",
+            absl::Hex(info.partition_fingerprint()), " but server ",
+            connections_[0]->address(), " reports ",
+            absl::Hex(infos[0].partition_fingerprint())));
+      }
+    }
+    infos.push_back(std::move(info));
+    shard_tables.push_back(std::move(tables));
+  }
+  if (options_.worker_id >= 0 && infos[0].num_workers() > 0 &&
+      static_cast<uint32_t>(options_.worker_id) >= infos[0].num_workers()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_id ", options_.worker_id, " is outside the cluster's ",
+        infos[0].num_workers(), " workers"));
+  }
+  absl::MutexLock lock(&tables_mu_);
+  for (const TableConfig& table : shard_tables[0]) {
+    tables_[table.table_id] = ToTableInfo(table);
+  }
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------- worker registration
+
+void ClientImpl::AdvanceClockTo(int64_t clock) {
+  int64_t current = clock_.load(std::memory_order_acquire);
+  while (current < clock &&
+         !clock_.compare_exchange_weak(current, clock,
+                                       std::memory_order_acq_rel)) {
+  }
+}
+
+absl::Status ClientImpl::RegisterEverywhere() {
+  std::vector<proto::RegisterWorkerRequest> requests(connections_.size());
+  for (auto& r : requests) r.set_worker_id(options_.worker_id);
+  std::vector<proto::RegisterWorkerResponse> responses;
+  std::vector<absl::Status> statuses = CallAll(
+      "RegisterWorker", RpcTimeout(options_), /*wait_for_ready=*/true,
+      requests, &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::RegisterWorkerRequest* request,
+         proto::RegisterWorkerResponse* response, auto done) {
+        async->RegisterWorker(context, request, response, std::move(done));
+      });
+  RETURN_IF_ERROR(FirstError(statuses));
+  for (const auto& r : responses) AdvanceClockTo(r.clock());
+  return absl::OkStatus();
+}
+
+absl::Status ClientImpl::RegisterOn(int shard) {
+  ServerConnection& conn = *connections_[shard];
+  std::unique_ptr<grpc::ClientContext> context =
+      conn.NewContext(RpcTimeout(options_), /*wait_for_ready=*/true);
+  proto::RegisterWorkerRequest request;
+  request.set_worker_id(options_.worker_id);
+  proto::RegisterWorkerResponse response;
+  grpc::Status status =
+      conn.stub()->RegisterWorker(context.get(), request, &response);
+  if (!status.ok()) return Annotate("RegisterWorker", shard, status);
+  AdvanceClockTo(response.clock());
+  return absl::OkStatus();
+}
+
+void ClientImpl::HeartbeatLoop() {
+  const absl::Duration interval = absl::Milliseconds(
+      std::max<int64_t>(options_.client.heartbeat_interval_ms, 1));
+  // A heartbeat must not wait longer than a few intervals: a hung server
+  // must not delay the heartbeats every other server is waiting for.
+  const absl::Duration timeout =
+      std::min(RpcTimeout(options_),
+               std::max(2 * interval, absl::Milliseconds(1000)));
+  std::vector<bool> healthy(connections_.size(), true);
+  std::vector<proto::HeartbeatRequest> requests(connections_.size());
+  for (auto& r : requests) r.set_worker_id(options_.worker_id);
+  while (true) {
+    {
+      absl::MutexLock lock(&heartbeat_mu_);
+      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeat_),
+                                         interval)) {
+        return;
+      }
+    }
+    std::vector<proto::HeartbeatResponse> responses;
+    std::vector<absl::Status> statuses = CallAll(
+        "Heartbeat", timeout, /*wait_for_ready=*/false, requests, &responses,
+        [](auto* async, grpc::ClientContext* context,
+           const proto::HeartbeatRequest* request,
+           proto::HeartbeatResponse* response, auto done) {
+          async->Heartbeat(context, request, response, std::move(done));
+        });
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      absl::Status status = statuses[i];
+      if (status.ok() && !responses[i].registered()) {
+        spdlog::info("worker {}: server {} evicted it; registering again",
+                     options_.worker_id, connections_[i]->address());
+        status = RegisterOn(static_cast<int>(i));
+      }
+      if (!status.ok() && healthy[i]) {
+        spdlog::warn("worker {}: heartbeat failed: {}", options_.worker_id,
+                     status.ToString());
+      }
+      healthy[i] = status.ok();
+    }
+  }
+}
+
+// ------------------------------------------------------------------ tables
+
+absl::Status ClientImpl::RefreshTables() {
+  ServerConnection& conn = *connections_[0];
+  std::unique_ptr<grpc::ClientContext> context =
+      conn.NewContext(RpcTimeout(options_), /*wait_for_ready=*/true);
+  proto::ShardInfo info;
+  grpc::Status status =
+      conn.stub()->GetShardInfo(context.get(), proto::ShardInfoRequest(), &info);
+  if (!status.ok()) return Annotate("GetShardInfo", 0, status);
+  absl::MutexLock lock(&tables_mu_);
+  for (const proto::TableSpec& spec : info.tables()) {
+    tables_[spec.table_id()] = ToTableInfo(FromProto(spec));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableInfo> ClientImpl::LookupTable(uint32_t table_id) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      absl::MutexLock lock(&tables_mu_);
+      auto it = tables_.find(table_id);
+      if (it != tables_.end()) return it->second;
+    }
+    if (attempt == 0 && !RefreshTables().ok()) break;
+  }
+  return absl::NotFoundError(absl::StrCat("no table with id ", table_id));
+}
+
+absl::StatusOr<TableInfo> ClientImpl::GetTable(const std::string& name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      absl::MutexLock lock(&tables_mu_);
+      for (const auto& [id, info] : tables_) {
+        if (info.name == name) return info;
+      }
+    }
+    if (attempt == 0) RETURN_IF_ERROR(RefreshTables());
+  }
+  return absl::NotFoundError(absl::StrCat("no table named '", name, "'"));
+}
+
+std::vector<TableInfo> ClientImpl::ListTables() {
+  absl::MutexLock lock(&tables_mu_);
+  std::vector<TableInfo> tables;
+  for (const auto& [id, info] : tables_) tables.push_back(info);
+  return tables;
+}
+
+absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
+  if (spec.name.empty()) {
+    return absl::InvalidArgumentError("CreateTable: the table needs a name");
+  }
+  if (spec.kind == TableKind::kDense && spec.size == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateTable '", spec.name, "': a dense table needs size > 0"));
+  }
+  if (spec.kind == TableKind::kSparse && spec.dim == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateTable '", spec.name, "': a sparse table needs dim > 0"));
+  }
+  RETURN_IF_ERROR(RefreshTables());  // the next free id is cluster-wide
+  TableConfig table = spec;
+  {
+    absl::MutexLock lock(&tables_mu_);
+    uint32_t next_id = 0;
+    for (const auto& [id, info] : tables_) {
+      if (info.name == spec.name) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "table '", spec.name, "' already exists (id ", id, ")"));
+      }
+      next_id = std::max(next_id, id + 1);
+    }
+    table.table_id = next_id;
+  }
+  std::vector<proto::CreateTableRequest> requests(connections_.size());
+  for (auto& r : requests) *r.mutable_spec() = ToProto(table);
+  std::vector<proto::CreateTableResponse> responses;
+  std::vector<absl::Status> statuses = CallAll(
+      "CreateTable", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
+      &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::CreateTableRequest* request,
+         proto::CreateTableResponse* response, auto done) {
+        async->CreateTable(context, request, response, std::move(done));
+      });
+  RETURN_IF_ERROR(FirstError(statuses));
+  TableInfo info = ToTableInfo(
+      responses[0].has_spec() ? FromProto(responses[0].spec()) : table);
+  absl::MutexLock lock(&tables_mu_);
+  tables_[info.table_id] = info;
+  return info;
+}
+
+// --------------------------------------------------------------- data path
+
+absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
+  if (options_.worker_id < 0 && table.consistency != Consistency::kAsync) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a client that is not a worker may only push to async tables; table '",
+        table.name, "' is ", ConsistencyName(table.consistency)));
+  }
+  return absl::OkStatus();
+}
+
+Promise ClientImpl::NewOperation(proto::Op op) {
+  Promise promise;
+  if (IsPush(op)) {
+    {
+      absl::MutexLock lock(&push_mu_);
+      ++pushes_in_flight_;
+    }
+    // Runs once the push completed (Ready() is already true then), so a
+    // Clock() that sees no push in flight also sees every push future done.
+    // The destructor closes the streams before push_mu_ dies.
+    promise.future().Then([this](const absl::Status&) {
+      absl::MutexLock lock(&push_mu_);
+      --pushes_in_flight_;
+    });
+  }
+  return promise;
+}
+
+Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
+                           absl::Span<const float> grads,
+                           absl::Span<float> out) {
+  absl::StatusOr<TableInfo> table = LookupTable(table_id);
+  if (!table.ok()) return Future(table.status());
+  if (table->kind != TableKind::kDense) {
+    return Future(absl::InvalidArgumentError(
+        absl::StrCat("table '", table->name, "' (id ", table_id,
+                     ") is sparse; use the sparse calls")));
+  }
+  if (op == proto::PUSH_PULL && grads.size() != out.size()) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "PushPullDense: ", grads.size(), " gradients but an output of ",
+        out.size(), " values")));
+  }
+  const uint64_t length = op == proto::PULL ? out.size() : grads.size();
+  if (offset > table->size || length > table->size - offset) {
+    return Future(absl::OutOfRangeError(absl::StrCat(
+        "range [", offset, ", ", offset + length, ") is outside table '",
+        table->name, "' of ", table->size, " elements")));
+  }
+  if (IsPush(op)) {
+    absl::Status may_push = CheckMayPush(*table);
+    if (!may_push.ok()) return Future(may_push);
+  }
+  if (length == 0) return Future();
+
+  const std::vector<DenseChunk> chunks =
+      PlanDense(offset, length, table->size, num_servers(),
+                options_.client.chunk_bytes);
+  Promise promise = NewOperation(op);
+  std::shared_ptr<Joiner> joiner =
+      Joiner::Create(static_cast<int64_t>(chunks.size()), promise.state);
+  const int64_t clock = this->clock();
+  for (const DenseChunk& chunk : chunks) {
+    const uint64_t at = chunk.offset - offset;  // position in the caller's span
+    proto::DataRequest request;
+    request.set_op(op);
+    request.set_table_id(table_id);
+    request.set_worker_id(options_.worker_id);
+    request.set_clock(clock);
+    request.set_offset(chunk.offset);
+    request.set_length(chunk.length);
+    request.set_client_id(client_id_);
+    request.set_first_chunk(chunk.first_chunk);
+    if (IsPush(op)) {
+      request.mutable_values()->assign(
+          reinterpret_cast<const char*>(grads.data() + at),
+          chunk.length * sizeof(float));
+    }
+    float* dst = IsPull(op) ? out.data() + at : nullptr;
+    const std::string* address = &connections_[chunk.shard]->address();
+    connections_[chunk.shard]->Send(std::move(request),
+         [joiner, dst, length = chunk.length, address](
+             const absl::Status& status, proto::DataResponse* response) {
+           absl::Status result = status;
+           if (result.ok() && dst != nullptr) {
+             if (response->values().size() != length * sizeof(float)) {
+               result = absl::InternalError(absl::StrCat(
+                   "server ", *address, " returned ",
+                   response->values().size(), " bytes for a pull of ", length,
+                   " floats"));
+             } else {
+               std::memcpy(dst, response->values().data(),
+                           length * sizeof(float));
+             }
+           }
+           joiner->Done(result);
+         });
+  }
+  return promise.future();
+}
+
+Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
+                            absl::Span<const uint64_t> keys,
+                            absl::Span<const float> grads,
+                            absl::Span<float> out) {
+  absl::StatusOr<TableInfo> table = LookupTable(table_id);
+  if (!table.ok()) return Future(table.status());
+  if (table->kind != TableKind::kSparse) {
+    return Future(absl::InvalidArgumentError(
+        absl::StrCat("table '", table->name, "' (id ", table_id,
+                     ") is dense; use the dense calls")));
+  }
+  const uint32_t dim = table->dim;
+  const uint64_t expected = keys.size() * dim;
+  if (IsPush(op) && grads.size() != expected) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "sparse push to '", table->name, "': ", keys.size(), " keys of dim ",
+        dim, " need ", expected, " gradient values; got ", grads.size())));
+  }
+  if (IsPull(op) && out.size() != expected) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "sparse pull from '", table->name, "': ", keys.size(),
+        " keys of dim ", dim, " need an output of ", expected,
+        " values; got ", out.size())));
+  }
+  if (IsPush(op)) {
+    absl::Status may_push = CheckMayPush(*table);
+    if (!may_push.ok()) return Future(may_push);
+  }
+  if (keys.empty()) return Future();
+
+  const uint32_t num_shards = static_cast<uint32_t>(num_servers());
+  auto plan = std::make_shared<const SparsePlan>(
+      PlanSparse(keys, dim, num_shards, options_.client.chunk_bytes,
+                 [num_shards](uint64_t key) {
+                   return SparseShardOf(key, num_shards);
+                 }));
+  Promise promise = NewOperation(op);
+  std::shared_ptr<Joiner> joiner = Joiner::Create(
+      static_cast<int64_t>(plan->requests.size()), promise.state);
+  const int64_t clock = this->clock();
+  for (size_t r = 0; r < plan->requests.size(); ++r) {
+    const SparsePlan::Request& part = plan->requests[r];
+    proto::DataRequest request;
+    request.set_op(op);
+    request.set_table_id(table_id);
+    request.set_worker_id(options_.worker_id);
+    request.set_clock(clock);
+    request.set_client_id(client_id_);
+    request.set_first_chunk(part.first_chunk);
+    request.set_keys(EncodeRaw<uint64_t>(plan->RequestKeys(part)));
+    if (IsPush(op)) {
+      AppendSummedRows(*plan, part, grads, dim, request.mutable_values());
+    }
+    const std::string* address = &connections_[part.shard]->address();
+    connections_[part.shard]->Send(std::move(request),
+         [joiner, plan, r, op, dim, out, address](
+             const absl::Status& status, proto::DataResponse* response) {
+           absl::Status result = status;
+           if (result.ok() && IsPull(op)) {
+             const SparsePlan::Request& part = plan->requests[r];
+             const size_t bytes = part.num_keys * dim * sizeof(float);
+             if (response->values().size() != bytes) {
+               result = absl::InternalError(absl::StrCat(
+                   "server ", *address, " returned ",
+                   response->values().size(), " bytes for ", part.num_keys,
+                   " rows of dim ", dim));
+             } else {
+               ScatterRows(*plan, part, ViewRaw<float>(response->values()),
+                           dim, out);
+             }
+           }
+           joiner->Done(result);
+         });
+  }
+  return promise.future();
+}
+
+Future ClientImpl::PullDense(uint32_t table_id, uint64_t offset,
+                             absl::Span<float> out) {
+  return DenseOp(proto::PULL, table_id, offset, {}, out);
+}
+
+Future ClientImpl::PushDense(uint32_t table_id, uint64_t offset,
+                             absl::Span<const float> grads) {
+  return DenseOp(proto::PUSH, table_id, offset, grads, {});
+}
+
+Future ClientImpl::PushPullDense(uint32_t table_id, uint64_t offset,
+                                 absl::Span<const float> grads,
+                                 absl::Span<float> out) {
+  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out);
+}
+
+Future ClientImpl::PullSparse(uint32_t table_id,
+                              absl::Span<const uint64_t> keys,
+                              absl::Span<float> out) {
+  return SparseOp(proto::PULL, table_id, keys, {}, out);
+}
+
+Future ClientImpl::PushSparse(uint32_t table_id,
+                              absl::Span<const uint64_t> keys,
+                              absl::Span<const float> grads) {
+  return SparseOp(proto::PUSH, table_id, keys, grads, {});
+}
+
+Future ClientImpl::PushPullSparse(uint32_t table_id,
+                                  absl::Span<const uint64_t> keys,
+                                  absl::Span<const float> grads,
+                                  absl::Span<float> out) {
+  return SparseOp(proto::PUSH_PULL, table_id, keys, grads, out);
+}
+
+// ------------------------------------------------------ clocks and barriers
+
+absl::Status ClientImpl::RequireWorker(const char* call) const {
+  if (options_.worker_id >= 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " is only for workers; this client has worker_id -1"));
+}
+
+absl::StatusOr<int64_t> ClientImpl::Clock() {
+  RETURN_IF_ERROR(RequireWorker("Clock()"));
+  {
+    // Every push issued so far belongs to the step being closed.
+    absl::MutexLock lock(&push_mu_);
+    push_mu_.Await(absl::Condition(
+        +[](int64_t* in_flight) { return *in_flight == 0; },
+        &pushes_in_flight_));
+  }
+  const int64_t next = clock() + 1;
+  std::vector<proto::ClockRequest> requests(connections_.size());
+  for (auto& r : requests) {
+    r.set_worker_id(options_.worker_id);
+    r.set_clock(next);
+  }
+  std::vector<proto::ClockResponse> responses;
+  std::vector<absl::Status> statuses = CallAll(
+      "Clock", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
+      &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::ClockRequest* request, proto::ClockResponse* response,
+         auto done) {
+        async->Clock(context, request, response, std::move(done));
+      });
+  RETURN_IF_ERROR(FirstError(statuses));
+  int64_t reached = next;
+  for (const auto& r : responses) reached = std::max(reached, r.clock());
+  AdvanceClockTo(reached);
+  return clock();
+}
+
+absl::Status ClientImpl::Barrier() {
+  RETURN_IF_ERROR(RequireWorker("Barrier()"));
+  uint64_t generation;
+  {
+    absl::MutexLock lock(&barrier_mu_);
+    generation = barrier_generation_++;
+  }
+  std::vector<proto::BarrierRequest> requests(connections_.size());
+  for (auto& r : requests) {
+    r.set_worker_id(options_.worker_id);
+    r.set_generation(generation);
+  }
+  std::vector<proto::BarrierResponse> responses;
+  // No deadline: a barrier waits for the slowest worker, however long.
+  return FirstError(CallAll(
+      "Barrier", absl::InfiniteDuration(), /*wait_for_ready=*/false, requests,
+      &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::BarrierRequest* request, proto::BarrierResponse* response,
+         auto done) {
+        async->Barrier(context, request, response, std::move(done));
+      }));
+}
+
+absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
+  std::vector<proto::StatsRequest> requests(connections_.size());
+  std::vector<proto::StatsResponse> responses;
+  RETURN_IF_ERROR(FirstError(CallAll(
+      "GetStats", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
+      &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::StatsRequest* request, proto::StatsResponse* response,
+         auto done) {
+        async->GetStats(context, request, response, std::move(done));
+      })));
+  std::vector<ShardStats> stats;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const proto::StatsResponse& r = responses[i];
+    ShardStats shard;
+    shard.shard_index = r.shard_index();
+    shard.address = connections_[i]->address();
+    for (const proto::TableStats& t : r.tables()) {
+      ShardStats::Table table;
+      table.name = t.name();
+      table.version = t.version();
+      table.step = t.step();
+      table.num_rows = t.num_rows();
+      table.num_elements = t.num_elements();
+      table.pushes = t.pushes();
+      table.pulls = t.pulls();
+      table.bytes_in = t.bytes_in();
+      table.bytes_out = t.bytes_out();
+      shard.tables.push_back(std::move(table));
+    }
+    for (const proto::WorkerStats& w : r.workers()) {
+      ShardStats::Worker worker;
+      worker.worker_id = w.worker_id();
+      worker.clock = w.clock();
+      worker.live = w.live();
+      shard.workers.push_back(worker);
+    }
+    stats.push_back(std::move(shard));
+  }
+  return stats;
+}
+
+}  // namespace ps

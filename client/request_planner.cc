@@ -1,0 +1,129 @@
+#include "client/request_planner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "common/partition.h"
+
+namespace ps {
+
+uint64_t DenseChunkElements(int64_t chunk_bytes) {
+  const int64_t elements = chunk_bytes / static_cast<int64_t>(sizeof(float));
+  return elements > 0 ? static_cast<uint64_t>(elements) : 1;
+}
+
+std::vector<DenseChunk> PlanDense(uint64_t offset, uint64_t length,
+                                  uint64_t table_size, uint32_t num_shards,
+                                  int64_t chunk_bytes) {
+  const uint64_t per_chunk = DenseChunkElements(chunk_bytes);
+  std::vector<DenseChunk> chunks;
+  for (const DenseSlice& slice :
+       SplitDenseRange(offset, length, table_size, num_shards)) {
+    bool first = true;
+    for (uint64_t pos = slice.range.begin; pos < slice.range.end;) {
+      const uint64_t n = std::min(per_chunk, slice.range.end - pos);
+      chunks.push_back(DenseChunk{slice.shard, pos, n, first});
+      first = false;
+      pos += n;
+    }
+  }
+  return chunks;
+}
+
+uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim) {
+  const int64_t per_key =
+      static_cast<int64_t>(sizeof(uint64_t)) +
+      static_cast<int64_t>(dim) * static_cast<int64_t>(sizeof(float));
+  const int64_t keys = chunk_bytes / per_key;
+  return keys > 0 ? static_cast<uint64_t>(keys) : 1;
+}
+
+SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
+                                absl::Span<const uint32_t> shards,
+                                uint32_t dim, uint32_t num_shards,
+                                int64_t chunk_bytes) {
+  SparsePlan plan;
+  const uint64_t n = keys.size();
+  plan.positions.resize(n);
+  std::iota(plan.positions.begin(), plan.positions.end(), uint64_t{0});
+  // Order positions by (shard, key, position): equal keys become adjacent
+  // runs with their positions increasing, and each shard's keys are sorted.
+  std::sort(plan.positions.begin(), plan.positions.end(),
+            [&](uint64_t a, uint64_t b) {
+              if (shards[a] != shards[b]) return shards[a] < shards[b];
+              if (keys[a] != keys[b]) return keys[a] < keys[b];
+              return a < b;
+            });
+  std::vector<uint32_t> unique_shard;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t p = plan.positions[i];
+    if (i == 0 || keys[p] != keys[plan.positions[i - 1]]) {
+      plan.unique_keys.push_back(keys[p]);
+      plan.position_begin.push_back(i);
+      unique_shard.push_back(shards[p]);
+    }
+  }
+  plan.position_begin.push_back(n);
+
+  const uint64_t per_request = SparseChunkKeys(chunk_bytes, dim);
+  const uint64_t num_unique = plan.unique_keys.size();
+  for (uint64_t u = 0; u < num_unique;) {
+    const uint32_t shard = unique_shard[u];
+    uint64_t end = u;
+    while (end < num_unique && unique_shard[end] == shard) ++end;
+    bool first = true;
+    for (uint64_t begin = u; begin < end;) {
+      const uint64_t count = std::min(per_request, end - begin);
+      plan.requests.push_back(SparsePlan::Request{shard, begin, count, first});
+      first = false;
+      begin += count;
+    }
+    u = end;
+  }
+  (void)num_shards;  // shards[] already lies in [0, num_shards)
+  return plan;
+}
+
+void AppendSummedRows(const SparsePlan& plan, const SparsePlan::Request& r,
+                      absl::Span<const float> grads, uint32_t dim,
+                      std::string* out) {
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const size_t start = out->size();
+  out->resize(start + r.num_keys * row_bytes);
+  char* dst = &(*out)[start];
+  std::vector<float> sum(dim);
+  for (uint64_t u = r.first_unique; u < r.first_unique + r.num_keys; ++u) {
+    const uint64_t begin = plan.position_begin[u];
+    const uint64_t end = plan.position_begin[u + 1];
+    const float* first_row = grads.data() + plan.positions[begin] * dim;
+    if (end - begin == 1) {
+      std::memcpy(dst, first_row, row_bytes);
+    } else {
+      std::copy(first_row, first_row + dim, sum.begin());
+      for (uint64_t i = begin + 1; i < end; ++i) {
+        const float* row = grads.data() + plan.positions[i] * dim;
+        for (uint32_t d = 0; d < dim; ++d) sum[d] += row[d];
+      }
+      std::memcpy(dst, sum.data(), row_bytes);
+    }
+    dst += row_bytes;
+  }
+}
+
+void ScatterRows(const SparsePlan& plan, const SparsePlan::Request& r,
+                 absl::Span<const float> values, uint32_t dim,
+                 absl::Span<float> out) {
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  for (uint64_t j = 0; j < r.num_keys; ++j) {
+    const uint64_t u = r.first_unique + j;
+    const float* src = values.data() + j * dim;
+    for (uint64_t i = plan.position_begin[u]; i < plan.position_begin[u + 1];
+         ++i) {
+      std::memcpy(out.data() + plan.positions[i] * dim, src, row_bytes);
+    }
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,416 @@
+#include "client/server_connection.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ps {
+namespace {
+
+absl::StatusOr<std::string> ReadPemFile(const std::string& path,
+                                        const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read TLS ", what, " file '", path, "'"));
+  }
+  std::stringstream contents;
+  contents << in.rdbuf();
+  if (contents.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS ", what, " file '", path, "' is empty"));
+  }
+  return contents.str();
+}
+
+// Stream endings after which reconnecting and resending makes sense: the
+// server went away, restarted or shut down, or the connection broke. Any
+// other code means the server rejected the stream itself (credentials, a
+// protocol violation, a message too large) and a resend would fail the same
+// way.
+bool IsTransient(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNAVAILABLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Duration Backoff(const ClientConfig& config, int64_t attempt) {
+  int64_t ms = std::max<int64_t>(config.reconnect_initial_backoff_ms, 0);
+  const int64_t cap = std::max<int64_t>(config.reconnect_max_backoff_ms, ms);
+  for (int64_t i = 1; i < attempt && ms < cap; ++i) ms *= 2;
+  return absl::Milliseconds(std::min(ms, cap));
+}
+
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::Status FromResponseStatus(int32_t code, const std::string& message) {
+  if (code == 0) return absl::OkStatus();
+  if (code < 0 || code > static_cast<int32_t>(absl::StatusCode::kUnauthenticated)) {
+    return absl::UnknownError(
+        absl::StrCat("status code ", code, " from server: ", message));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code), message);
+}
+
+// The reactor of one DataStream call. Its queue/writing/closing/done fields
+// are guarded by the owning connection's mu_ (not annotated: the analysis
+// cannot name another object's mutex here). The connection owns it and
+// deletes it only after OnDone.
+class ServerConnection::Stream final
+    : public grpc::ClientBidiReactor<proto::DataRequest, proto::DataResponse> {
+ public:
+  explicit Stream(ServerConnection* connection) : connection_(connection) {}
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      connection_->OnReadFailed(this);
+      return;
+    }
+    connection_->OnResponse(this, &response);
+    StartRead(&response);  // one read always pending
+  }
+  void OnWriteDone(bool ok) override { connection_->OnWriteDone(this, ok); }
+  void OnDone(const grpc::Status& status) override {
+    connection_->OnStreamDone(this, status);
+  }
+
+  grpc::ClientContext context;
+  proto::DataResponse response;
+
+  std::deque<std::shared_ptr<Pending>> queue;  // not yet written
+  std::shared_ptr<Pending> writing;            // the write in flight
+  bool closing = false;        // read or write failed: no new writes
+  bool hold_released = false;  // the hold that keeps OnDone away is gone
+  bool done = false;           // OnDone ran
+
+ private:
+  ServerConnection* const connection_;
+};
+
+absl::StatusOr<std::unique_ptr<ServerConnection>> ServerConnection::Create(
+    Options options) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.tls.enabled) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls.ca_file.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                       ReadPemFile(options.tls.ca_file, "CA"));
+    }
+    if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "TLS client certificate and key must be given together (cert_file '" +
+          options.tls.cert_file + "', key_file '" + options.tls.key_file +
+          "')");
+    }
+    if (!options.tls.cert_file.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_cert_chain,
+                       ReadPemFile(options.tls.cert_file, "certificate"));
+      ASSIGN_OR_RETURN(ssl.pem_private_key,
+                       ReadPemFile(options.tls.key_file, "key"));
+    }
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+
+  grpc::ChannelArguments args;
+  // A chunk plus the request's other fields; never below the server's
+  // default limit so large sparse rows still fit.
+  const int64_t max_message = std::min<int64_t>(
+      INT_MAX, std::max<int64_t>(options.client.chunk_bytes + (1 << 20),
+                                 int64_t{64} << 20));
+  args.SetMaxSendMessageSize(static_cast<int>(max_message));
+  args.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  args.SetCompressionAlgorithm(GRPC_COMPRESS_NONE);
+  // The channel's own connection backoff must not be slower than ours, or a
+  // restarted server stays unreachable to new streams for up to two minutes.
+  const int initial = static_cast<int>(std::clamp<int64_t>(
+      options.client.reconnect_initial_backoff_ms, 1, INT_MAX));
+  const int maximum = static_cast<int>(std::clamp<int64_t>(
+      options.client.reconnect_max_backoff_ms, initial, INT_MAX));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, maximum);
+  if (options.tls.enabled && !options.tls.server_name_override.empty()) {
+    args.SetSslTargetNameOverride(options.tls.server_name_override);
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.address, credentials, args);
+  return std::unique_ptr<ServerConnection>(
+      new ServerConnection(std::move(options), std::move(channel)));
+}
+
+ServerConnection::ServerConnection(Options options,
+                                   std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      stub_(proto::ParameterServer::NewStub(channel_)),
+      request_ids_(options_.request_ids != nullptr
+                       ? options_.request_ids
+                       : std::make_shared<std::atomic<uint64_t>>(1)) {
+  reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
+}
+
+ServerConnection::~ServerConnection() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    cv_.SignalAll();
+  }
+  reconnect_thread_.join();  // from here on only this thread replaces stream_
+  Stream* active = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stream_ != nullptr && !stream_->done) active = stream_.get();
+  }
+  if (active != nullptr) active->context.TryCancel();
+  std::map<uint64_t, std::shared_ptr<Pending>> to_fail;
+  {
+    absl::MutexLock lock(&mu_);
+    while (stream_ != nullptr && !stream_->done) cv_.Wait(&mu_);
+    to_fail.swap(pending_);
+  }
+  FailAll(std::move(to_fail),
+          absl::CancelledError(absl::StrCat("connection to server ",
+                                            options_.address, " closed")));
+  stream_.reset();
+}
+
+void ServerConnection::Send(proto::DataRequest request, ResponseCallback done) {
+  auto entry = std::make_shared<Pending>();
+  const uint64_t id = request_ids_->fetch_add(1, std::memory_order_relaxed);
+  request.set_request_id(id);
+  entry->request = std::move(request);
+  entry->done = std::move(done);
+  std::shared_ptr<Pending> to_write;
+  Stream* stream = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!shutting_down_) {
+      pending_.emplace(id, entry);
+      switch (state_) {
+        case State::kOpen:
+          stream_->queue.push_back(entry);
+          to_write = NextWriteLocked(stream_.get());
+          stream = stream_.get();
+          break;
+        case State::kIdle:
+          state_ = State::kConnecting;
+          next_attempt_ = absl::Now();
+          cv_.SignalAll();
+          break;
+        case State::kConnecting:
+          break;  // sent when the next stream opens
+      }
+      entry = nullptr;
+    }
+  }
+  if (entry != nullptr) {
+    entry->done(absl::CancelledError(absl::StrCat(
+                    "connection to server ", options_.address, " closed")),
+                nullptr);
+    return;
+  }
+  // `stream` stays alive: a write in flight keeps it from finishing.
+  if (to_write != nullptr) StartWrite(stream, std::move(to_write));
+}
+
+std::unique_ptr<grpc::ClientContext> ServerConnection::NewContext(
+    absl::Duration timeout, bool wait_for_ready) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!options_.auth_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.auth_token);
+  }
+  if (timeout != absl::InfiniteDuration()) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(timeout));
+  }
+  context->set_wait_for_ready(wait_for_ready);
+  return context;
+}
+
+size_t ServerConnection::NumPendingForTesting() {
+  absl::MutexLock lock(&mu_);
+  return pending_.size();
+}
+
+int64_t ServerConnection::StreamsOpenedForTesting() {
+  absl::MutexLock lock(&mu_);
+  return streams_opened_;
+}
+
+void ServerConnection::ReconnectLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      while (true) {
+        if (shutting_down_) return;
+        if (state_ == State::kConnecting) {
+          if (absl::Now() >= next_attempt_) break;
+          cv_.WaitWithDeadline(&mu_, next_attempt_);
+        } else {
+          cv_.Wait(&mu_);
+        }
+      }
+    }
+    OpenStream();
+  }
+}
+
+void ServerConnection::OpenStream() {
+  auto stream = std::make_unique<Stream>(this);
+  if (!options_.auth_token.empty()) {
+    stream->context.AddMetadata("authorization",
+                                "Bearer " + options_.auth_token);
+  }
+  stub_->async()->DataStream(&stream->context, stream.get());
+  stream->AddHold();  // released once the stream failed and no write is left
+  stream->StartRead(&stream->response);
+  Stream* raw = stream.get();
+  std::unique_ptr<Stream> finished;
+  std::shared_ptr<Pending> first;
+  {
+    absl::MutexLock lock(&mu_);
+    finished = std::move(stream_);  // its OnDone already ran
+    stream_ = std::move(stream);
+    state_ = State::kOpen;
+    ++streams_opened_;
+    for (const auto& [id, entry] : pending_) raw->queue.push_back(entry);
+    first = NextWriteLocked(raw);
+  }
+  finished.reset();
+  if (first != nullptr) StartWrite(raw, std::move(first));
+  raw->StartCall();
+}
+
+std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(
+    Stream* stream) {
+  if (stream->writing != nullptr || stream->closing || stream->queue.empty()) {
+    return nullptr;
+  }
+  stream->writing = std::move(stream->queue.front());
+  stream->queue.pop_front();
+  return stream->writing;
+}
+
+void ServerConnection::StartWrite(Stream* stream,
+                                  std::shared_ptr<Pending> entry) {
+  // `entry` is also held by stream->writing until OnWriteDone.
+  stream->StartWrite(&entry->request);
+}
+
+void ServerConnection::OnResponse(Stream* stream,
+                                  proto::DataResponse* response) {
+  std::shared_ptr<Pending> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    failed_attempts_ = 0;  // the server is answering again
+    auto it = pending_.find(response->request_id());
+    if (it == pending_.end()) return;  // e.g. a duplicate answer
+    entry = std::move(it->second);
+    pending_.erase(it);
+  }
+  const absl::Status status = FromResponseStatus(response->status_code(),
+                                                 response->status_message());
+  entry->done(status, response);
+}
+
+void ServerConnection::OnWriteDone(Stream* stream, bool ok) {
+  std::shared_ptr<Pending> next;
+  bool release_hold = false;
+  {
+    absl::MutexLock lock(&mu_);
+    stream->writing = nullptr;
+    if (!ok) stream->closing = true;  // the entry stays pending: resent later
+    next = NextWriteLocked(stream);
+    if (stream->closing && stream->writing == nullptr &&
+        !stream->hold_released) {
+      stream->hold_released = release_hold = true;
+    }
+  }
+  if (next != nullptr) StartWrite(stream, std::move(next));
+  if (release_hold) stream->RemoveHold();
+}
+
+void ServerConnection::OnReadFailed(Stream* stream) {
+  bool release_hold = false;
+  {
+    absl::MutexLock lock(&mu_);
+    stream->closing = true;
+    if (stream->writing == nullptr && !stream->hold_released) {
+      stream->hold_released = release_hold = true;
+    }
+  }
+  if (release_hold) stream->RemoveHold();
+}
+
+void ServerConnection::OnStreamDone(Stream* stream,
+                                    const grpc::Status& status) {
+  std::map<uint64_t, std::shared_ptr<Pending>> to_fail;
+  absl::Status failure;
+  {
+    absl::MutexLock lock(&mu_);
+    stream->done = true;
+    cv_.SignalAll();
+    if (shutting_down_) {
+      to_fail.swap(pending_);
+      failure = absl::CancelledError(
+          absl::StrCat("connection to server ", options_.address, " closed"));
+      state_ = State::kIdle;
+    } else if (!IsTransient(status.error_code())) {
+      to_fail.swap(pending_);
+      failure = absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat("data stream to server ", options_.address,
+                       " failed: ", status.error_message()));
+      state_ = State::kIdle;
+      failed_attempts_ = 0;
+    } else if (pending_.empty()) {
+      state_ = State::kIdle;  // reconnect when there is something to send
+    } else if (++failed_attempts_ > options_.client.max_reconnect_attempts) {
+      to_fail.swap(pending_);
+      failure = absl::UnavailableError(absl::StrCat(
+          "server ", options_.address, " unreachable after ",
+          options_.client.max_reconnect_attempts,
+          " reconnect attempts; last error: ",
+          grpc::StatusCode(status.error_code()) == grpc::StatusCode::OK
+              ? "stream closed by the server"
+              : status.error_message()));
+      state_ = State::kIdle;
+      failed_attempts_ = 0;
+    } else {
+      state_ = State::kConnecting;
+      next_attempt_ = absl::Now() + Backoff(options_.client, failed_attempts_);
+    }
+  }
+  FailAll(std::move(to_fail), failure);
+}
+
+void ServerConnection::FailAll(
+    std::map<uint64_t, std::shared_ptr<Pending>> entries,
+    const absl::Status& status) {
+  for (auto& [id, entry] : entries) entry->done(status, nullptr);
+}
+
+}  // namespace ps

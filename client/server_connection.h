@@ -1,0 +1,150 @@
+// One client's connection to one parameter server: a gRPC channel, the stub
+// for control RPCs and ONE long-lived DataStream carrying many pipelined data
+// requests matched by request_id.
+//
+// Reliability: when the stream breaks (server died, connection dropped) no
+// request fails yet. The connection opens a new stream after an exponential
+// backoff (reconnect_initial_backoff_ms doubling up to
+// reconnect_max_backoff_ms) and resends every unanswered request unchanged
+// (same request_id and client_id, so the server deduplicates retried pushes).
+// After max_reconnect_attempts consecutive failed attempts every pending
+// request fails with UNAVAILABLE naming the server; a later Send() starts a
+// fresh series of attempts. A stream the server finishes with a
+// non-transient status (e.g. UNAUTHENTICATED, INVALID_ARGUMENT) fails the
+// pending requests with that status instead.
+//
+// Thread safety: thread-safe. Response callbacks run on gRPC threads (or the
+// reconnect thread / destructor for failures), never under an internal lock;
+// they must not block.
+#ifndef PS_CLIENT_SERVER_CONNECTION_H_
+#define PS_CLIENT_SERVER_CONNECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/config.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace ps {
+
+// Converts a gRPC status (code and message kept).
+absl::Status FromGrpcStatus(const grpc::Status& status);
+// Converts a DataResponse's status_code / status_message; unknown codes
+// become UNKNOWN.
+absl::Status FromResponseStatus(int32_t code, const std::string& message);
+
+class ServerConnection {
+ public:
+  struct Options {
+    std::string address;  // host:port
+    ClientConfig client;
+    TlsConfig tls;
+    std::string auth_token;  // "" = none
+    // Source of request ids, shared by every connection of one client so ids
+    // are unique per client. Null: the connection uses its own counter.
+    std::shared_ptr<std::atomic<uint64_t>> request_ids;
+  };
+
+  // `status` is OK when `response` carries status_code 0; otherwise it is the
+  // transport failure or the response's error, and `response` may be null.
+  using ResponseCallback =
+      std::function<void(const absl::Status& status,
+                         proto::DataResponse* response)>;
+
+  // Builds the channel (reads the TLS files: NOT_FOUND / INVALID_ARGUMENT
+  // when they are missing or empty). Does not contact the server.
+  static absl::StatusOr<std::unique_ptr<ServerConnection>> Create(
+      Options options);
+
+  // Cancels the stream, waits for it to finish and fails every pending
+  // request with CANCELLED.
+  ~ServerConnection();
+
+  ServerConnection(const ServerConnection&) = delete;
+  ServerConnection& operator=(const ServerConnection&) = delete;
+
+  // Sends `request` on the data stream; sets its request_id. `done` runs
+  // exactly once with the response or the failure. Never blocks on the
+  // network.
+  void Send(proto::DataRequest request, ResponseCallback done);
+
+  // A context for a control RPC: carries the bearer token; with a deadline of
+  // `timeout` unless it is absl::InfiniteDuration(). `wait_for_ready` makes
+  // the call wait for the channel instead of failing fast while the server is
+  // unreachable.
+  std::unique_ptr<grpc::ClientContext> NewContext(
+      absl::Duration timeout, bool wait_for_ready = false) const;
+
+  proto::ParameterServer::Stub* stub() const { return stub_.get(); }
+  const std::string& address() const { return options_.address; }
+
+  // Number of requests sent and not yet answered or failed.
+  size_t NumPendingForTesting();
+  // Streams opened so far (1 after the first request, +1 per reconnect).
+  int64_t StreamsOpenedForTesting();
+
+ private:
+  class Stream;
+  struct Pending {
+    proto::DataRequest request;
+    ResponseCallback done;
+  };
+  enum class State { kIdle, kConnecting, kOpen };
+
+  ServerConnection(Options options, std::shared_ptr<grpc::Channel> channel);
+
+  void ReconnectLoop();
+  // Opens a new stream and queues every pending request on it.
+  void OpenStream();
+  // Pops the next queued request of `stream` when no write is in flight;
+  // returns it (the caller starts the write outside the lock) or null.
+  std::shared_ptr<Pending> NextWriteLocked(Stream* stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartWrite(Stream* stream, std::shared_ptr<Pending> entry);
+
+  // Stream events (called by Stream, never under mu_).
+  void OnResponse(Stream* stream, proto::DataResponse* response);
+  void OnWriteDone(Stream* stream, bool ok);
+  void OnReadFailed(Stream* stream);
+  void OnStreamDone(Stream* stream, const grpc::Status& status);
+
+  // Fails `entries` with `status` (outside the lock).
+  static void FailAll(std::map<uint64_t, std::shared_ptr<Pending>> entries,
+                      const absl::Status& status);
+
+  // Constant after construction.
+  const Options options_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<proto::ParameterServer::Stub> stub_;
+  const std::shared_ptr<std::atomic<uint64_t>> request_ids_;
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled on state_, shutting_down_, stream done
+  State state_ ABSL_GUARDED_BY(mu_) = State::kIdle;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Unanswered requests by id (ordered, so a resend keeps the send order).
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
+  // The current stream (open, or finished and waiting to be replaced).
+  std::unique_ptr<Stream> stream_ ABSL_GUARDED_BY(mu_);
+  // Consecutive failed stream attempts (reset by any response).
+  int64_t failed_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);
+  int64_t streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::thread reconnect_thread_;  // owned; joined by the destructor
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_SERVER_CONNECTION_H_
