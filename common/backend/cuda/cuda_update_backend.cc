@@ -1,0 +1,639 @@
+#include "common/backend/cuda/cuda_update_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/backend/cuda/cuda_memory.h"
+#include "common/backend/cuda/cuda_update_kernels.h"
+#include "common/backend/update_math.h"
+#include "common/backend/update_rule.h"
+#include "common/status_macros.h"
+
+namespace ps {
+namespace {
+
+using cuda_kernels::KernelOptimizer;
+using cuda_kernels::UpdateArrays;
+
+// Host<->device transfers move at most this many floats per staging buffer
+// (32 MiB); two buffers alternate so the host copy into one overlaps the DMA
+// out of the other.
+constexpr uint64_t kChunkElements = uint64_t{8} << 20;
+// Staging buffers start at this size so small calls never reallocate.
+constexpr uint64_t kMinStagingElements = uint64_t{1} << 16;
+// Extra floats in a device staging buffer: a gradient is placed at the same
+// address modulo 16 bytes as the parameters it updates, so the float4 path
+// applies (see LaunchDenseUpdate).
+constexpr uint64_t kAlignPad = 4;
+
+absl::Status LaunchStatus(int error, absl::string_view what) {
+  return CudaStatus(static_cast<cudaError_t>(error), what);
+}
+
+KernelOptimizer ToKernelOptimizer(OptimizerType type) {
+  switch (type) {
+    case OptimizerType::kSgd:
+      return KernelOptimizer::kSgd;
+    case OptimizerType::kMomentum:
+      return KernelOptimizer::kMomentum;
+    case OptimizerType::kAdagrad:
+      return KernelOptimizer::kAdagrad;
+    case OptimizerType::kAdam:
+      return KernelOptimizer::kAdam;
+  }
+  return KernelOptimizer::kSgd;  // unreachable: validated config
+}
+
+uint64_t RoundUpPow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+absl::Status BytesOverflow(const char* op, uint64_t elements) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      op, ": ", elements, " float elements do not fit in device memory"));
+}
+
+// One half of the double-buffered staging area.
+struct Stage {
+  PinnedHostBuffer host;
+  DeviceBuffer device;
+  // Recorded after the last enqueued work that reads `host` or `device`.
+  CudaEvent done;
+  uint64_t elements = 0;  // capacity of both buffers, in floats
+};
+
+class CudaParamStoreImpl final : public CudaParamStore {
+ public:
+  CudaParamStoreImpl(int device, const OptimizerConfig& config)
+      : device_(device),
+        config_(config),
+        num_slots_(NumOptimizerSlots(config.type)),
+        kernel_optimizer_(ToKernelOptimizer(config.type)) {}
+
+  ~CudaParamStoreImpl() override {
+    // Buffers are freed by their destructors; make sure the store's device
+    // is current and nothing still runs on them.
+    if (cudaSetDevice(device_) == cudaSuccess && stream_.get() != nullptr) {
+      cudaStreamSynchronize(stream_.get());
+    }
+  }
+
+  absl::Status Init(uint64_t size) {
+    RETURN_IF_ERROR(Activate());
+    ASSIGN_OR_RETURN(stream_, CudaStream::Create());
+    for (Stage& stage : stages_) {
+      ASSIGN_OR_RETURN(stage.done, CudaEvent::Create(/*timing=*/false));
+    }
+    ASSIGN_OR_RETURN(timing_start_, CudaEvent::Create(/*timing=*/true));
+    ASSIGN_OR_RETURN(timing_end_, CudaEvent::Create(/*timing=*/true));
+    if (size == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(Reserve("CreateStore", size, /*amortized=*/false));
+    RETURN_IF_ERROR(InitRange(0, size));
+    RETURN_IF_ERROR(stream_.Synchronize());
+    size_ = size;
+    return absl::OkStatus();
+  }
+
+  uint64_t size() const override { return size_; }
+  int num_slots() const override { return num_slots_; }
+
+  absl::Status Append(absl::Span<const float> values) override {
+    if (values.empty()) return absl::OkStatus();
+    if (values.size() > std::numeric_limits<uint64_t>::max() - size_) {
+      return BytesOverflow("Append", values.size());
+    }
+    RETURN_IF_ERROR(Activate());
+    const uint64_t new_size = size_ + values.size();
+    RETURN_IF_ERROR(Reserve("Append", new_size, /*amortized=*/true));
+    RETURN_IF_ERROR(InitRange(size_, new_size));
+    RETURN_IF_ERROR(CopyIn(values, params_.as<float>() + size_));
+    size_ = new_size;
+    return absl::OkStatus();
+  }
+
+  absl::Status Read(uint64_t offset, absl::Span<float> out) override {
+    RETURN_IF_ERROR(CheckRange("Read", offset, out.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return CopyOut(params_.as<float>() + offset, out);
+  }
+
+  absl::Status Write(uint64_t offset, absl::Span<const float> values) override {
+    RETURN_IF_ERROR(CheckRange("Write", offset, values.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return CopyIn(values, params_.as<float>() + offset);
+  }
+
+  absl::Status ReadRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                        absl::Span<float> out) override {
+    RETURN_IF_ERROR(CheckRows("ReadRows", rows, dim, out.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return ForRowChunks(
+        rows, dim,
+        [&](const uint64_t* dev_rows, uint64_t first,
+            uint64_t count) -> absl::Status {
+          Stage& stage = stages_[0];
+          RETURN_IF_ERROR(
+              LaunchStatus(cuda_kernels::LaunchGatherRows(
+                               params_.as<float>(), dev_rows, count, dim,
+                               stage.device.as<float>(), stream_.get()),
+                           "gather rows kernel"));
+          const uint64_t n = count * dim;
+          RETURN_IF_ERROR(
+              CudaStatus(cudaMemcpyAsync(stage.host.data(), stage.device.data(),
+                                         n * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream_.get()),
+                         "cudaMemcpyAsync D2H (ReadRows)"));
+          RETURN_IF_ERROR(stream_.Synchronize());
+          std::memcpy(out.data() + first * dim, stage.host.data(),
+                      n * sizeof(float));
+          return absl::OkStatus();
+        });
+  }
+
+  absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
+                          float grad_scale, int64_t step) override {
+    RETURN_IF_ERROR(CheckRange("ApplyDense", offset, grad.size(), size_));
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, grad_scale, step));
+    RETURN_IF_ERROR(Activate());
+    const uint64_t shift = offset % 4;
+    return StreamIn(
+        grad, [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+          float* dev_grad = stage.device.as<float>() + shift;
+          RETURN_IF_ERROR(UploadStage(stage, dev_grad, len));
+          UpdateArrays arrays = ArraysAt(offset + begin);
+          arrays.grad = dev_grad;
+          return LaunchStatus(
+              cuda_kernels::LaunchDenseUpdate(kernel_optimizer_, k, arrays, len,
+                                              stream_.get()),
+              "dense update kernel");
+        });
+  }
+
+  absl::Status ApplyRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                         absl::Span<const float> grad, float grad_scale,
+                         int64_t step) override {
+    RETURN_IF_ERROR(CheckRows("ApplyRows", rows, dim, grad.size(), size_));
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, grad_scale, step));
+    RETURN_IF_ERROR(Activate());
+    return ForRowChunks(
+        rows, dim,
+        [&](const uint64_t* dev_rows, uint64_t first,
+            uint64_t count) -> absl::Status {
+          Stage& stage = stages_[0];
+          const uint64_t n = count * dim;
+          std::memcpy(stage.host.data(), grad.data() + first * dim,
+                      n * sizeof(float));
+          RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), n));
+          UpdateArrays arrays = ArraysAt(0);
+          arrays.grad = stage.device.as<float>();
+          return LaunchStatus(cuda_kernels::LaunchRowsUpdate(
+                                  kernel_optimizer_, k, arrays, dev_rows, count,
+                                  dim, stream_.get()),
+                              "rows update kernel");
+        });
+  }
+
+  absl::Status AccumulateDense(uint64_t offset,
+                               absl::Span<const float> grad) override {
+    RETURN_IF_ERROR(CheckRange("AccumulateDense", offset, grad.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    RETURN_IF_ERROR(EnsureAccumulator());
+    const uint64_t shift = offset % 4;
+    return StreamIn(
+        grad, [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+          float* dev_grad = stage.device.as<float>() + shift;
+          RETURN_IF_ERROR(UploadStage(stage, dev_grad, len));
+          return LaunchStatus(
+              cuda_kernels::LaunchAccumulate(acc_.as<float>() + offset + begin,
+                                             dev_grad, len, stream_.get()),
+              "accumulate kernel");
+        });
+  }
+
+  absl::Status AccumulateRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                              absl::Span<const float> grad) override {
+    RETURN_IF_ERROR(CheckRows("AccumulateRows", rows, dim, grad.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    RETURN_IF_ERROR(EnsureAccumulator());
+    return ForRowChunks(
+        rows, dim,
+        [&](const uint64_t* dev_rows, uint64_t first,
+            uint64_t count) -> absl::Status {
+          Stage& stage = stages_[0];
+          const uint64_t n = count * dim;
+          std::memcpy(stage.host.data(), grad.data() + first * dim,
+                      n * sizeof(float));
+          RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), n));
+          return LaunchStatus(cuda_kernels::LaunchAccumulateRows(
+                                  acc_.as<float>(), dev_rows, count, dim,
+                                  stage.device.as<float>(), stream_.get()),
+                              "accumulate rows kernel");
+        });
+  }
+
+  absl::Status ApplyAccumulated(float scale, int64_t step) override {
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, scale, step));
+    RETURN_IF_ERROR(Activate());
+    RETURN_IF_ERROR(EnsureAccumulator());
+    UpdateArrays arrays = ArraysAt(0);
+    arrays.acc = acc_.as<float>();
+    RETURN_IF_ERROR(
+        LaunchStatus(cuda_kernels::LaunchDenseUpdate(
+                         kernel_optimizer_, k, arrays, size_, stream_.get()),
+                     "accumulated update kernel"));
+    return stream_.Synchronize();
+  }
+
+  absl::Status ApplyAccumulatedRows(absl::Span<const uint64_t> rows,
+                                    uint32_t dim, float scale,
+                                    int64_t step) override {
+    RETURN_IF_ERROR(CheckRowIndices("ApplyAccumulatedRows", rows, dim, size_));
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, scale, step));
+    RETURN_IF_ERROR(Activate());
+    RETURN_IF_ERROR(EnsureAccumulator());
+    return ForRowChunks(rows, dim,
+                        [&](const uint64_t* dev_rows, uint64_t /*first*/,
+                            uint64_t count) -> absl::Status {
+                          UpdateArrays arrays = ArraysAt(0);
+                          arrays.acc = acc_.as<float>();
+                          return LaunchStatus(
+                              cuda_kernels::LaunchRowsUpdate(
+                                  kernel_optimizer_, k, arrays, dev_rows, count,
+                                  dim, stream_.get()),
+                              "accumulated rows update kernel");
+                        });
+  }
+
+  absl::Status ReadSlot(int slot, uint64_t offset,
+                        absl::Span<float> out) override {
+    RETURN_IF_ERROR(CheckSlot("ReadSlot", slot, num_slots_));
+    RETURN_IF_ERROR(CheckRange("ReadSlot", offset, out.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return CopyOut(slots_[slot].as<float>() + offset, out);
+  }
+
+  absl::Status WriteSlot(int slot, uint64_t offset,
+                         absl::Span<const float> values) override {
+    RETURN_IF_ERROR(CheckSlot("WriteSlot", slot, num_slots_));
+    RETURN_IF_ERROR(CheckRange("WriteSlot", offset, values.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return CopyIn(values, slots_[slot].as<float>() + offset);
+  }
+
+  absl::Status SetDeviceGradientForTesting(
+      absl::Span<const float> grad) override {
+    RETURN_IF_ERROR(Activate());
+    test_grad_ = DeviceBuffer();
+    test_grad_elements_ = 0;
+    ASSIGN_OR_RETURN(test_grad_,
+                     DeviceBuffer::Allocate(grad.size() * sizeof(float)));
+    RETURN_IF_ERROR(CopyIn(grad, test_grad_.as<float>()));
+    test_grad_elements_ = grad.size();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> ApplyDeviceGradientForTesting(uint64_t offset,
+                                                       uint64_t n,
+                                                       float grad_scale,
+                                                       int64_t step) override {
+    RETURN_IF_ERROR(
+        CheckRange("ApplyDeviceGradientForTesting", offset, n, size_));
+    if (n > test_grad_elements_) {
+      return absl::OutOfRangeError(
+          absl::StrCat("ApplyDeviceGradientForTesting: ", n,
+                       " elements requested but the device gradient has ",
+                       test_grad_elements_));
+    }
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, grad_scale, step));
+    RETURN_IF_ERROR(Activate());
+    UpdateArrays arrays = ArraysAt(offset);
+    arrays.grad = test_grad_.as<float>();
+    RETURN_IF_ERROR(timing_start_.Record(stream_));
+    RETURN_IF_ERROR(
+        LaunchStatus(cuda_kernels::LaunchDenseUpdate(kernel_optimizer_, k,
+                                                     arrays, n, stream_.get()),
+                     "dense update kernel"));
+    RETURN_IF_ERROR(timing_end_.Record(stream_));
+    RETURN_IF_ERROR(stream_.Synchronize());
+    return CudaEvent::ElapsedSeconds(timing_start_, timing_end_);
+  }
+
+ private:
+  absl::Status Activate() {
+    return CudaStatus(cudaSetDevice(device_),
+                      absl::StrCat("cudaSetDevice(", device_, ")"));
+  }
+
+  UpdateArrays ArraysAt(uint64_t offset) {
+    UpdateArrays arrays;
+    arrays.w = params_.as<float>() + offset;
+    if (num_slots_ >= 1) arrays.s0 = slots_[0].as<float>() + offset;
+    if (num_slots_ >= 2) arrays.s1 = slots_[1].as<float>() + offset;
+    return arrays;
+  }
+
+  // Makes every device array hold at least `needed` elements, keeping the
+  // first size_ elements. With `amortized` capacity grows geometrically.
+  // On failure the store is unchanged (some arrays may just be larger).
+  absl::Status Reserve(const char* op, uint64_t needed, bool amortized) {
+    if (needed > std::numeric_limits<size_t>::max() / sizeof(float)) {
+      return BytesOverflow(op, needed);
+    }
+    uint64_t capacity = needed;
+    if (amortized) capacity = std::max(needed, capacity_ + capacity_ / 2);
+    if (capacity > std::numeric_limits<size_t>::max() / sizeof(float)) {
+      capacity = needed;
+    }
+    DeviceBuffer* arrays[] = {&params_, &slots_[0], &slots_[1], &acc_};
+    const bool used[] = {true, num_slots_ >= 1, num_slots_ >= 2,
+                         acc_.data() != nullptr};
+    for (int a = 0; a < 4; ++a) {
+      if (!used[a] || arrays[a]->bytes() >= needed * sizeof(float)) continue;
+      absl::StatusOr<DeviceBuffer> grown =
+          DeviceBuffer::Allocate(capacity * sizeof(float));
+      if (!grown.ok() && capacity > needed) {
+        grown = DeviceBuffer::Allocate(needed * sizeof(float));
+      }
+      if (!grown.ok()) {
+        return absl::Status(grown.status().code(),
+                            absl::StrCat(op, ": ", grown.status().message()));
+      }
+      if (size_ > 0) {
+        RETURN_IF_ERROR(
+            CudaStatus(cudaMemcpyAsync(grown->data(), arrays[a]->data(),
+                                       size_ * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_.get()),
+                       "cudaMemcpyAsync D2D (grow)"));
+        // The old buffer is freed on assignment: wait for the copy first.
+        RETURN_IF_ERROR(stream_.Synchronize());
+      }
+      *arrays[a] = *std::move(grown);
+    }
+    capacity_ = std::max(capacity_, needed);
+    return absl::OkStatus();
+  }
+
+  // Fresh state for elements [begin, end): parameters 0, slots at their
+  // initial value, accumulator (when allocated) 0. Enqueued on stream_.
+  absl::Status InitRange(uint64_t begin, uint64_t end) {
+    const uint64_t n = end - begin;
+    RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(params_.as<float>() + begin, 0,
+                                   n * sizeof(float), stream_.get()),
+                   "cudaMemsetAsync (params)"));
+    for (int s = 0; s < num_slots_; ++s) {
+      RETURN_IF_ERROR(
+          LaunchStatus(cuda_kernels::LaunchFill(slots_[s].as<float>() + begin,
+                                                InitialSlotValue(config_, s), n,
+                                                stream_.get()),
+                       "fill kernel (optimizer state)"));
+    }
+    if (acc_.data() != nullptr) {
+      RETURN_IF_ERROR(
+          CudaStatus(cudaMemsetAsync(acc_.as<float>() + begin, 0,
+                                     n * sizeof(float), stream_.get()),
+                     "cudaMemsetAsync (accumulator)"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status EnsureAccumulator() {
+    if (acc_.data() != nullptr || size_ == 0) return absl::OkStatus();
+    const uint64_t capacity = std::max(capacity_, size_);
+    ASSIGN_OR_RETURN(acc_, DeviceBuffer::Allocate(capacity * sizeof(float)));
+    RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(acc_.data(), 0, capacity * sizeof(float),
+                                   stream_.get()),
+                   "cudaMemsetAsync (accumulator)"));
+    return stream_.Synchronize();
+  }
+
+  // Both stages hold at least `elements` (+ alignment pad) floats.
+  absl::Status EnsureStaging(uint64_t elements) {
+    const uint64_t want = std::min(
+        kChunkElements, RoundUpPow2(std::max(elements, kMinStagingElements)));
+    const uint64_t need = std::max(want, elements);
+    bool synced = false;
+    for (Stage& stage : stages_) {
+      if (stage.elements >= need) continue;
+      if (!synced) {
+        // Enqueued work may still read the old buffers.
+        RETURN_IF_ERROR(stream_.Synchronize());
+        synced = true;
+      }
+      stage.host = PinnedHostBuffer();
+      stage.device = DeviceBuffer();
+      stage.elements = 0;
+      const size_t bytes = (need + kAlignPad) * sizeof(float);
+      ASSIGN_OR_RETURN(stage.host, PinnedHostBuffer::Allocate(bytes));
+      ASSIGN_OR_RETURN(stage.device, DeviceBuffer::Allocate(bytes));
+      stage.elements = need;
+    }
+    return absl::OkStatus();
+  }
+
+  // H2D copy of the first `len` staged floats of stage.host to `dst`.
+  absl::Status UploadStage(Stage& stage, float* dst, uint64_t len) {
+    return CudaStatus(
+        cudaMemcpyAsync(dst, stage.host.data(), len * sizeof(float),
+                        cudaMemcpyHostToDevice, stream_.get()),
+        "cudaMemcpyAsync H2D");
+  }
+
+  // Streams `src` through the stages in chunks: copies chunk [begin, begin +
+  // len) into stage.host, then calls enqueue(stage, begin, len), which
+  // enqueues on stream_ the work that consumes it. Alternating stages lets
+  // the host copy of a chunk overlap the device work of the previous one.
+  // Returns after all of it finished.
+  template <class F>
+  absl::Status StreamIn(absl::Span<const float> src, F enqueue) {
+    if (src.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(
+        EnsureStaging(std::min<uint64_t>(src.size(), kChunkElements)));
+    uint64_t chunk = 0;
+    for (uint64_t begin = 0; begin < src.size();
+         begin += kChunkElements, ++chunk) {
+      const uint64_t len =
+          std::min<uint64_t>(kChunkElements, src.size() - begin);
+      Stage& stage = stages_[chunk % 2];
+      RETURN_IF_ERROR(stage.done.Synchronize());
+      std::memcpy(stage.host.data(), src.data() + begin, len * sizeof(float));
+      RETURN_IF_ERROR(enqueue(stage, begin, len));
+      RETURN_IF_ERROR(stage.done.Record(stream_));
+    }
+    return stream_.Synchronize();
+  }
+
+  absl::Status CopyIn(absl::Span<const float> values, float* dst) {
+    return StreamIn(
+        values,
+        [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+          return UploadStage(stage, dst + begin, len);
+        });
+  }
+
+  // Device [src, src + out.size()) -> host `out`, pipelined: the D2H copy of
+  // chunk c runs while the host copies chunk c - 1 out of the other stage.
+  absl::Status CopyOut(const float* src, absl::Span<float> out) {
+    if (out.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(
+        EnsureStaging(std::min<uint64_t>(out.size(), kChunkElements)));
+    uint64_t prev_begin = 0;
+    uint64_t prev_len = 0;
+    uint64_t chunk = 0;
+    for (uint64_t begin = 0; begin < out.size();
+         begin += kChunkElements, ++chunk) {
+      const uint64_t len =
+          std::min<uint64_t>(kChunkElements, out.size() - begin);
+      Stage& stage = stages_[chunk % 2];
+      RETURN_IF_ERROR(CudaStatus(
+          cudaMemcpyAsync(stage.host.data(), src + begin, len * sizeof(float),
+                          cudaMemcpyDeviceToHost, stream_.get()),
+          "cudaMemcpyAsync D2H"));
+      RETURN_IF_ERROR(stage.done.Record(stream_));
+      if (chunk > 0)
+        RETURN_IF_ERROR(FinishOut(chunk - 1, prev_begin, prev_len, out));
+      prev_begin = begin;
+      prev_len = len;
+    }
+    return FinishOut(chunk - 1, prev_begin, prev_len, out);
+  }
+
+  absl::Status FinishOut(uint64_t chunk, uint64_t begin, uint64_t len,
+                         absl::Span<float> out) {
+    const Stage& stage = stages_[chunk % 2];
+    RETURN_IF_ERROR(stage.done.Synchronize());
+    std::memcpy(out.data() + begin, stage.host.data(), len * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  // Uploads the row indices chunk by chunk (at most kChunkElements values per
+  // chunk) and calls per_chunk(device_rows, first_row, row_count) to enqueue
+  // the chunk's work, then waits for it. Also sizes stages_[0] for the
+  // chunk's values.
+  template <class F>
+  absl::Status ForRowChunks(absl::Span<const uint64_t> rows, uint32_t dim,
+                            F per_chunk) {
+    if (rows.empty()) return absl::OkStatus();
+    const uint64_t rows_per_chunk = std::max<uint64_t>(
+        1, std::min<uint64_t>(rows.size(), kChunkElements / dim));
+    RETURN_IF_ERROR(EnsureStaging(rows_per_chunk * dim));
+    if (row_capacity_ < rows_per_chunk) {
+      RETURN_IF_ERROR(stream_.Synchronize());
+      pinned_rows_ = PinnedHostBuffer();
+      dev_rows_ = DeviceBuffer();
+      row_capacity_ = 0;
+      const uint64_t capacity = std::max<uint64_t>(rows_per_chunk, 1024);
+      ASSIGN_OR_RETURN(pinned_rows_,
+                       PinnedHostBuffer::Allocate(capacity * sizeof(uint64_t)));
+      ASSIGN_OR_RETURN(dev_rows_,
+                       DeviceBuffer::Allocate(capacity * sizeof(uint64_t)));
+      row_capacity_ = capacity;
+    }
+    for (uint64_t first = 0; first < rows.size(); first += rows_per_chunk) {
+      const uint64_t count =
+          std::min<uint64_t>(rows_per_chunk, rows.size() - first);
+      std::memcpy(pinned_rows_.data(), rows.data() + first,
+                  count * sizeof(uint64_t));
+      RETURN_IF_ERROR(
+          CudaStatus(cudaMemcpyAsync(dev_rows_.data(), pinned_rows_.data(),
+                                     count * sizeof(uint64_t),
+                                     cudaMemcpyHostToDevice, stream_.get()),
+                     "cudaMemcpyAsync H2D (row indices)"));
+      RETURN_IF_ERROR(per_chunk(dev_rows_.as<uint64_t>(), first, count));
+      // The next chunk overwrites the pinned/staging buffers.
+      RETURN_IF_ERROR(stream_.Synchronize());
+    }
+    return absl::OkStatus();
+  }
+
+  // Constant after construction.
+  const int device_;
+  const OptimizerConfig config_;
+  const int num_slots_;
+  const KernelOptimizer kernel_optimizer_;
+
+  CudaStream stream_;
+  uint64_t size_ = 0;
+  uint64_t capacity_ = 0;  // every used array holds at least this many
+  DeviceBuffer params_;
+  DeviceBuffer slots_[2];
+  DeviceBuffer acc_;  // allocated by the first sync-path call
+
+  Stage stages_[2];
+  PinnedHostBuffer pinned_rows_;
+  DeviceBuffer dev_rows_;
+  uint64_t row_capacity_ = 0;
+
+  DeviceBuffer test_grad_;
+  uint64_t test_grad_elements_ = 0;
+  CudaEvent timing_start_;
+  CudaEvent timing_end_;
+};
+
+}  // namespace
+
+absl::StatusOr<int> CudaDeviceCount() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later calls do not see it
+    return absl::FailedPreconditionError(
+        absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(error), ": ",
+                     cudaGetErrorString(error)));
+  }
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<CudaUpdateBackend>> CudaUpdateBackend::Create(
+    int device_ordinal) {
+  ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
+  if (device_ordinal < 0 || device_ordinal >= count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("CUDA device ", device_ordinal, " requested but ", count,
+                     " device(s) are visible"));
+  }
+  cudaDeviceProp prop;
+  RETURN_IF_ERROR(CudaStatus(
+      cudaGetDeviceProperties(&prop, device_ordinal),
+      absl::StrCat("cudaGetDeviceProperties(", device_ordinal, ")")));
+  return std::unique_ptr<CudaUpdateBackend>(
+      new CudaUpdateBackend(device_ordinal, absl::StrCat("cuda:", prop.name)));
+}
+
+absl::StatusOr<std::unique_ptr<ParamStore>> CudaUpdateBackend::CreateStore(
+    const OptimizerConfig& optimizer, uint64_t size) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaParamStore> store,
+                   CreateCudaStore(optimizer, size));
+  return std::unique_ptr<ParamStore>(std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<CudaParamStore>>
+CudaUpdateBackend::CreateCudaStore(const OptimizerConfig& optimizer,
+                                   uint64_t size) {
+  RETURN_IF_ERROR(ValidateOptimizerConfig(optimizer));
+  auto store = std::make_unique<CudaParamStoreImpl>(device_, optimizer);
+  RETURN_IF_ERROR(store->Init(size));
+  return std::unique_ptr<CudaParamStore>(std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<UpdateBackend>> CreateCudaUpdateBackend(
+    int device_ordinal) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaUpdateBackend> backend,
+                   CudaUpdateBackend::Create(device_ordinal));
+  return std::unique_ptr<UpdateBackend>(std::move(backend));
+}
+
+}  // namespace ps

@@ -1,0 +1,728 @@
+// Conformance suite for UpdateBackend implementations.
+//
+// Every backend runs the same cases (TEST_P over "cpu" and "cuda"; the CUDA
+// instance skips, saying why, when this build or machine has no CUDA) and is
+// compared with a float64 reference of the update rule in update_backend.h,
+// written here independently of the backends' code.
+//
+// Tolerance (norm-wise, per tensor): max_i |got_i - ref_i| divided by
+// max(max_i |ref_i|, 1e-3) must be <= 1e-5. Norm-wise rather than
+// elementwise because a float32 result whose true value is close to 0 after
+// cancellation (e.g. w - lr * update ~ 1e-3) carries the absolute rounding
+// error of its O(1) operands, which elementwise relative error would blow up;
+// with inputs ~U(-1, 1) every real bug (wrong term, wrong order, stale state)
+// shows up as an O(lr) difference, far above 1e-5.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "common/backend/update_backend.h"
+#include "common/config.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+// ---------------------------------------------------------------------------
+// float64 reference
+
+struct RefStore {
+  OptimizerConfig config;
+  std::vector<double> w;
+  std::vector<double> s0;
+  std::vector<double> s1;
+  std::vector<double> acc;
+
+  RefStore(const OptimizerConfig& c, uint64_t size) : config(c) {
+    Grow(std::vector<float>(size, 0.0f));
+  }
+
+  int slots() const {
+    switch (config.type) {
+      case OptimizerType::kSgd:
+        return 0;
+      case OptimizerType::kMomentum:
+      case OptimizerType::kAdagrad:
+        return 1;
+      case OptimizerType::kAdam:
+        return 2;
+    }
+    return 0;
+  }
+
+  void Grow(const std::vector<float>& values) {
+    for (float v : values) {
+      w.push_back(v);
+      s0.push_back(config.type == OptimizerType::kAdagrad
+                       ? static_cast<double>(config.initial_accumulator)
+                       : 0.0);
+      s1.push_back(0.0);
+      acc.push_back(0.0);
+    }
+  }
+
+  // The documented rule, literally, in double precision.
+  void UpdateElement(uint64_t i, double g, int64_t t) {
+    const OptimizerConfig& c = config;
+    const double clip = c.clip_value;
+    if (clip > 0) g = std::min(std::max(g, -clip), clip);
+    g += static_cast<double>(c.weight_decay) * w[i];
+    const double lr = c.learning_rate;
+    switch (c.type) {
+      case OptimizerType::kSgd:
+        w[i] -= lr * g;
+        break;
+      case OptimizerType::kMomentum: {
+        const double mu = c.momentum;
+        s0[i] = mu * s0[i] + g;
+        w[i] -= lr * (c.nesterov ? g + mu * s0[i] : s0[i]);
+        break;
+      }
+      case OptimizerType::kAdagrad:
+        s0[i] += g * g;
+        w[i] -= lr * g / (std::sqrt(s0[i]) + static_cast<double>(c.epsilon));
+        break;
+      case OptimizerType::kAdam: {
+        const double b1 = c.beta1;
+        const double b2 = c.beta2;
+        s0[i] = b1 * s0[i] + (1 - b1) * g;
+        s1[i] = b2 * s1[i] + (1 - b2) * g * g;
+        const double m_hat = s0[i] / (1 - std::pow(b1, static_cast<double>(t)));
+        const double v_hat = s1[i] / (1 - std::pow(b2, static_cast<double>(t)));
+        w[i] -=
+            lr * m_hat / (std::sqrt(v_hat) + static_cast<double>(c.epsilon));
+        break;
+      }
+    }
+  }
+
+  void ApplyDense(uint64_t offset, const std::vector<float>& grad, float scale,
+                  int64_t t) {
+    for (size_t i = 0; i < grad.size(); ++i) {
+      UpdateElement(offset + i,
+                    static_cast<double>(grad[i]) * static_cast<double>(scale),
+                    t);
+    }
+  }
+
+  void ApplyRows(const std::vector<uint64_t>& rows, uint32_t dim,
+                 const std::vector<float>& grad, float scale, int64_t t) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (uint32_t j = 0; j < dim; ++j) {
+        UpdateElement(rows[r] * dim + j,
+                      static_cast<double>(grad[r * dim + j]) * scale, t);
+      }
+    }
+  }
+
+  // The accumulator is summed in float order-independent double here; the
+  // backends sum in float, a difference far below the tolerance.
+  void ApplyAccumulated(float scale, int64_t t) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      UpdateElement(i, acc[i] * static_cast<double>(scale), t);
+      acc[i] = 0;
+    }
+  }
+
+  void ApplyAccumulatedRows(const std::vector<uint64_t>& rows, uint32_t dim,
+                            float scale, int64_t t) {
+    for (uint64_t r : rows) {
+      for (uint32_t j = 0; j < dim; ++j) {
+        const uint64_t i = r * dim + j;
+        UpdateElement(i, acc[i] * static_cast<double>(scale), t);
+        acc[i] = 0;
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// helpers
+
+std::vector<float> Uniform(std::mt19937* rng, size_t n, float lo = -1.0f,
+                           float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (float& v : out) v = dist(*rng);
+  return out;
+}
+
+// Norm-wise relative error (see the file comment).
+double RelativeError(absl::Span<const float> got,
+                     const std::vector<double>& ref, uint64_t ref_offset = 0) {
+  double max_diff = 0.0;
+  double max_ref = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double r = ref[ref_offset + i];
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - r));
+    max_ref = std::max(max_ref, std::fabs(r));
+    if (std::isnan(got[i])) return INFINITY;
+  }
+  return max_diff / std::max(max_ref, 1e-3);
+}
+
+// Reads params and every slot of `store` and compares them with `ref`.
+void ExpectMatches(ParamStore* store, const RefStore& ref,
+                   const std::string& where) {
+  ASSERT_EQ(store->size(), ref.w.size()) << where;
+  std::vector<float> got(store->size());
+  ASSERT_TRUE(store->Read(0, absl::MakeSpan(got)).ok()) << where;
+  EXPECT_LE(RelativeError(got, ref.w), kTolerance) << where << ": params";
+  const std::vector<double>* slots[] = {&ref.s0, &ref.s1};
+  for (int s = 0; s < store->num_slots(); ++s) {
+    ASSERT_TRUE(store->ReadSlot(s, 0, absl::MakeSpan(got)).ok()) << where;
+    EXPECT_LE(RelativeError(got, *slots[s]), kTolerance)
+        << where << ": slot " << s;
+  }
+}
+
+struct OptimizerCase {
+  std::string name;
+  OptimizerConfig config;
+};
+
+// Every optimizer, each with weight decay and clipping off and on.
+std::vector<OptimizerCase> AllOptimizerCases() {
+  std::vector<OptimizerCase> cases;
+  auto add = [&cases](std::string name, OptimizerConfig c) {
+    c.learning_rate = 0.05f;
+    cases.push_back({name, c});
+    c.weight_decay = 0.01f;
+    c.clip_value = 0.5f;  // clamps about half of U(-1, 1) gradients
+    cases.push_back({name + "+wd+clip", c});
+  };
+  OptimizerConfig c;
+  c.type = OptimizerType::kSgd;
+  add("sgd", c);
+  c = OptimizerConfig();
+  c.type = OptimizerType::kMomentum;
+  c.momentum = 0.9f;
+  add("momentum", c);
+  c.nesterov = true;
+  add("nesterov", c);
+  c = OptimizerConfig();
+  c.type = OptimizerType::kAdagrad;
+  c.epsilon = 1e-10f;
+  c.initial_accumulator = 0.1f;
+  add("adagrad", c);
+  c = OptimizerConfig();
+  c.type = OptimizerType::kAdam;
+  c.beta1 = 0.9f;
+  c.beta2 = 0.999f;
+  c.epsilon = 1e-8f;
+  add("adam", c);
+  return cases;
+}
+
+// ---------------------------------------------------------------------------
+// fixture
+
+class UpdateBackendConformanceTest
+    : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "cpu") {
+      backend_ = CreateCpuUpdateBackend();
+      ASSERT_EQ(backend_->name(), "cpu");
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<UpdateBackend>> cuda =
+        CreateUpdateBackend(DeviceKind::kCuda);
+    if (!cuda.ok()) {
+      ASSERT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition)
+          << cuda.status();
+      GTEST_SKIP() << "CUDA backend not available, GPU conformance not run: "
+                   << cuda.status().message();
+    }
+    backend_ = std::move(cuda).value();
+    ASSERT_TRUE(absl::StartsWith(backend_->name(), "cuda:"))
+        << backend_->name();
+  }
+
+  std::unique_ptr<ParamStore> NewStore(const OptimizerConfig& config,
+                                       uint64_t size) {
+    absl::StatusOr<std::unique_ptr<ParamStore>> store =
+        backend_->CreateStore(config, size);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  std::unique_ptr<UpdateBackend> backend_;
+};
+
+// Sizes not multiples of 4 and offsets that are not either, so vectorized
+// paths' heads and tails are exercised.
+constexpr uint64_t kDenseSize = 4099;
+
+TEST_P(UpdateBackendConformanceTest, FreshStoreIsZeroWithInitialState) {
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, 37);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, 37);
+    EXPECT_EQ(store->num_slots(), ref.slots()) << oc.name;
+    ExpectMatches(store.get(), ref, oc.name);
+    std::vector<float> slot(37, -1.0f);
+    if (store->num_slots() > 0) {
+      ASSERT_TRUE(store->ReadSlot(0, 0, absl::MakeSpan(slot)).ok());
+      const float want =
+          oc.config.type == OptimizerType::kAdagrad ? 0.1f : 0.0f;
+      for (float v : slot) ASSERT_EQ(v, want) << oc.name;
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, DenseUpdatesMatchReference) {
+  std::mt19937 rng(1234);
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, kDenseSize);
+    const std::vector<float> init = Uniform(&rng, kDenseSize);
+    ASSERT_TRUE(store->Write(0, init).ok());
+    ref.w.assign(init.begin(), init.end());
+    for (int64_t t = 1; t <= 5; ++t) {
+      // Whole store, then a sub-range at an odd offset.
+      const std::vector<float> g = Uniform(&rng, kDenseSize);
+      const float scale = t == 3 ? 0.5f : 1.0f;
+      ASSERT_TRUE(store->ApplyDense(0, g, scale, t).ok());
+      ref.ApplyDense(0, g, scale, t);
+      const std::vector<float> part = Uniform(&rng, 1001);
+      ASSERT_TRUE(store->ApplyDense(13, part, 1.0f, t).ok());
+      ref.ApplyDense(13, part, 1.0f, t);
+      ExpectMatches(store.get(), ref, absl::StrCat("step ", t));
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, RowUpdatesMatchReference) {
+  std::mt19937 rng(99);
+  constexpr uint32_t kDim = 7;
+  constexpr uint64_t kRows = 50;
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, kRows * kDim);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, kRows * kDim);
+    const std::vector<float> init = Uniform(&rng, kRows * kDim);
+    ASSERT_TRUE(store->Write(0, init).ok());
+    ref.w.assign(init.begin(), init.end());
+    for (int64_t t = 1; t <= 4; ++t) {
+      // A random subset of distinct rows in random order.
+      std::vector<uint64_t> rows(kRows);
+      for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
+      std::shuffle(rows.begin(), rows.end(), rng);
+      rows.resize(10 + 5 * t);
+      const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+      ASSERT_TRUE(store->ApplyRows(rows, kDim, g, 0.75f, t).ok());
+      ref.ApplyRows(rows, kDim, g, 0.75f, t);
+      ExpectMatches(store.get(), ref, absl::StrCat("step ", t));
+
+      std::vector<float> got(rows.size() * kDim);
+      ASSERT_TRUE(store->ReadRows(rows, kDim, absl::MakeSpan(got)).ok());
+      for (size_t r = 0; r < rows.size(); ++r) {
+        std::vector<float> direct(kDim);
+        ASSERT_TRUE(store->Read(rows[r] * kDim, absl::MakeSpan(direct)).ok());
+        for (uint32_t j = 0; j < kDim; ++j) {
+          ASSERT_EQ(got[r * kDim + j], direct[j]) << "ReadRows row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, SyncAggregationMatchesMeanGradient) {
+  std::mt19937 rng(7);
+  constexpr int kWorkers = 3;
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, kDenseSize);
+    const std::vector<float> init = Uniform(&rng, kDenseSize);
+    ASSERT_TRUE(store->Write(0, init).ok());
+    ref.w.assign(init.begin(), init.end());
+    for (int64_t t = 1; t <= 3; ++t) {
+      for (int k = 0; k < kWorkers; ++k) {
+        // Each worker pushes the whole range in two chunks, the split at an
+        // odd offset.
+        const std::vector<float> g = Uniform(&rng, kDenseSize);
+        const std::vector<float> head(g.begin(), g.begin() + 2001);
+        const std::vector<float> tail(g.begin() + 2001, g.end());
+        ASSERT_TRUE(store->AccumulateDense(0, head).ok());
+        ASSERT_TRUE(store->AccumulateDense(2001, tail).ok());
+        for (size_t i = 0; i < g.size(); ++i) ref.acc[i] += g[i];
+      }
+      ASSERT_TRUE(store->ApplyAccumulated(1.0f / kWorkers, t).ok());
+      ref.ApplyAccumulated(1.0f / kWorkers, t);
+      ExpectMatches(store.get(), ref, absl::StrCat("step ", t));
+    }
+    // The accumulator is zero after ApplyAccumulated: applying it again is a
+    // zero-gradient step (only weight decay moves w).
+    ASSERT_TRUE(store->ApplyAccumulated(1.0f, 4).ok());
+    ref.ApplyAccumulated(1.0f, 4);
+    ExpectMatches(store.get(), ref, "empty accumulator");
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, SparseSyncAggregationMatchesReference) {
+  std::mt19937 rng(11);
+  constexpr uint32_t kDim = 5;
+  constexpr uint64_t kRows = 40;
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, kRows * kDim);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, kRows * kDim);
+    const std::vector<float> init = Uniform(&rng, kRows * kDim);
+    ASSERT_TRUE(store->Write(0, init).ok());
+    ref.w.assign(init.begin(), init.end());
+    for (int64_t t = 1; t <= 3; ++t) {
+      std::vector<uint64_t> touched;
+      for (int k = 0; k < 2; ++k) {
+        std::vector<uint64_t> rows(kRows);
+        for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
+        std::shuffle(rows.begin(), rows.end(), rng);
+        rows.resize(12);
+        const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+        ASSERT_TRUE(store->AccumulateRows(rows, kDim, g).ok());
+        for (size_t r = 0; r < rows.size(); ++r) {
+          for (uint32_t j = 0; j < kDim; ++j) {
+            ref.acc[rows[r] * kDim + j] += g[r * kDim + j];
+          }
+          if (std::find(touched.begin(), touched.end(), rows[r]) ==
+              touched.end()) {
+            touched.push_back(rows[r]);
+          }
+        }
+      }
+      ASSERT_TRUE(store->ApplyAccumulatedRows(touched, kDim, 0.5f, t).ok());
+      ref.ApplyAccumulatedRows(touched, kDim, 0.5f, t);
+      ExpectMatches(store.get(), ref, absl::StrCat("step ", t));
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, AccumulateRowsAddsRepeatedRows) {
+  OptimizerConfig c;
+  c.type = OptimizerType::kSgd;
+  c.learning_rate = 1.0f;
+  std::unique_ptr<ParamStore> store = NewStore(c, 6);
+  ASSERT_NE(store, nullptr);
+  const std::vector<uint64_t> rows = {1, 1, 0};
+  const std::vector<float> g = {0.25f, 0.5f, 1.0f, 2.0f, 4.0f, 8.0f};
+  ASSERT_TRUE(store->AccumulateRows(rows, 2, g).ok());
+  ASSERT_TRUE(store->ApplyAccumulated(1.0f, 1).ok());
+  std::vector<float> w(6);
+  ASSERT_TRUE(store->Read(0, absl::MakeSpan(w)).ok());
+  // Exact in float: sums of powers of two.
+  EXPECT_EQ(w, (std::vector<float>{-4.0f, -8.0f, -1.25f, -2.5f, 0.0f, 0.0f}));
+}
+
+TEST_P(UpdateBackendConformanceTest, AppendGrowsWithFreshState) {
+  std::mt19937 rng(5);
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    constexpr uint32_t kDim = 6;
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, 0);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, 0);
+    int64_t t = 0;
+    // Rows are appended in batches (exercising growth) and updated in
+    // between, so state of old rows must survive each growth and new rows
+    // must start fresh; the accumulator is used from the second batch on.
+    for (int batch = 0; batch < 6; ++batch) {
+      const std::vector<float> values = Uniform(&rng, (3 + batch * 7) * kDim);
+      ASSERT_TRUE(store->Append(values).ok());
+      ref.Grow(values);
+      const uint64_t rows_now = store->size() / kDim;
+      ASSERT_EQ(store->size(), ref.w.size());
+      std::vector<uint64_t> rows;
+      for (uint64_t r = 0; r < rows_now; r += 2) rows.push_back(r);
+      const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+      ++t;
+      if (batch == 0) {
+        ASSERT_TRUE(store->ApplyRows(rows, kDim, g, 1.0f, t).ok());
+        ref.ApplyRows(rows, kDim, g, 1.0f, t);
+      } else {
+        ASSERT_TRUE(store->AccumulateRows(rows, kDim, g).ok());
+        for (size_t r = 0; r < rows.size(); ++r) {
+          for (uint32_t j = 0; j < kDim; ++j) {
+            ref.acc[rows[r] * kDim + j] += g[r * kDim + j];
+          }
+        }
+        ASSERT_TRUE(store->ApplyAccumulatedRows(rows, kDim, 1.0f, t).ok());
+        ref.ApplyAccumulatedRows(rows, kDim, 1.0f, t);
+      }
+      ExpectMatches(store.get(), ref, absl::StrCat("batch ", batch));
+    }
+    // A dense pass over everything, then an empty append is a no-op.
+    const std::vector<float> g = Uniform(&rng, store->size());
+    ASSERT_TRUE(store->ApplyDense(0, g, 1.0f, t + 1).ok());
+    ref.ApplyDense(0, g, 1.0f, t + 1);
+    ASSERT_TRUE(store->Append({}).ok());
+    ExpectMatches(store.get(), ref, "final dense");
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, WriteReadAndSlotsRoundTrip) {
+  std::mt19937 rng(3);
+  OptimizerConfig c;
+  c.type = OptimizerType::kAdam;
+  std::unique_ptr<ParamStore> store = NewStore(c, 1000);
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->num_slots(), 2);
+  const std::vector<float> w = Uniform(&rng, 1000);
+  const std::vector<float> m = Uniform(&rng, 333);
+  const std::vector<float> v = Uniform(&rng, 1000, 0.0f, 1.0f);
+  ASSERT_TRUE(store->Write(0, w).ok());
+  ASSERT_TRUE(store->WriteSlot(0, 501, m).ok());
+  ASSERT_TRUE(store->WriteSlot(1, 0, v).ok());
+  std::vector<float> got(1000);
+  ASSERT_TRUE(store->Read(0, absl::MakeSpan(got)).ok());
+  EXPECT_EQ(got, w);
+  std::vector<float> got_m(333);
+  ASSERT_TRUE(store->ReadSlot(0, 501, absl::MakeSpan(got_m)).ok());
+  EXPECT_EQ(got_m, m);
+  std::vector<float> untouched(501);
+  ASSERT_TRUE(store->ReadSlot(0, 0, absl::MakeSpan(untouched)).ok());
+  EXPECT_EQ(untouched, std::vector<float>(501, 0.0f));
+  ASSERT_TRUE(store->ReadSlot(1, 0, absl::MakeSpan(got)).ok());
+  EXPECT_EQ(got, v);
+  // Partial overwrite at an odd offset.
+  const std::vector<float> patch = Uniform(&rng, 17);
+  ASSERT_TRUE(store->Write(983, patch).ok());
+  std::vector<float> tail(17);
+  ASSERT_TRUE(store->Read(983, absl::MakeSpan(tail)).ok());
+  EXPECT_EQ(tail, patch);
+
+  // Restored state drives the next update: continue from (w, m, v) at t = 8.
+  RefStore ref(c, 1000);
+  ref.w.assign(w.begin(), w.end());
+  for (size_t i = 983; i < 1000; ++i) ref.w[i] = patch[i - 983];
+  for (size_t i = 0; i < 333; ++i) ref.s0[501 + i] = m[i];
+  ref.s1.assign(v.begin(), v.end());
+  const std::vector<float> g = Uniform(&rng, 1000);
+  ASSERT_TRUE(store->ApplyDense(0, g, 1.0f, 8).ok());
+  ref.ApplyDense(0, g, 1.0f, 8);
+  ExpectMatches(store.get(), ref, "after restore");
+}
+
+TEST_P(UpdateBackendConformanceTest, LargeTransfersCrossChunkBoundaries) {
+  // Larger than one staging chunk of the CUDA backend (8 Mi floats), and
+  // misaligned, so chunked, double-buffered paths are covered; on the CPU
+  // this is a plain big update.
+  constexpr uint64_t kSize = (uint64_t{8} << 20) + 4097;
+  std::mt19937 rng(21);
+  OptimizerConfig c;
+  c.type = OptimizerType::kMomentum;
+  c.learning_rate = 0.1f;
+  c.nesterov = true;
+  std::unique_ptr<ParamStore> store = NewStore(c, kSize);
+  ASSERT_NE(store, nullptr);
+  RefStore ref(c, kSize);
+  const std::vector<float> init = Uniform(&rng, kSize);
+  ASSERT_TRUE(store->Write(0, init).ok());
+  ref.w.assign(init.begin(), init.end());
+  const std::vector<float> g = Uniform(&rng, kSize - 3);
+  ASSERT_TRUE(store->ApplyDense(3, g, 1.0f, 1).ok());
+  ref.ApplyDense(3, g, 1.0f, 1);
+  ExpectMatches(store.get(), ref, "big");
+}
+
+TEST_P(UpdateBackendConformanceTest, RejectsBadArgumentsWithExactCodes) {
+  OptimizerConfig c;
+  c.type = OptimizerType::kMomentum;
+  std::unique_ptr<ParamStore> store = NewStore(c, 100);
+  ASSERT_NE(store, nullptr);
+  std::vector<float> buf(10, 1.0f);
+  std::vector<float> big(101, 1.0f);
+  const auto kOutOfRange = absl::StatusCode::kOutOfRange;
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+  absl::Status s = store->Read(95, absl::MakeSpan(buf));
+  EXPECT_EQ(s.code(), kOutOfRange) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "[95, 95 + 10)")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "100")) << s;
+  EXPECT_EQ(store->Read(101, absl::MakeSpan(buf.data(), 0)).code(),
+            kOutOfRange);
+  EXPECT_EQ(store->Read(UINT64_MAX, absl::MakeSpan(buf)).code(), kOutOfRange);
+  EXPECT_EQ(store->Write(91, buf).code(), kOutOfRange);
+  EXPECT_EQ(store->Write(0, big).code(), kOutOfRange);
+  EXPECT_EQ(store->ApplyDense(91, buf, 1.0f, 1).code(), kOutOfRange);
+  EXPECT_EQ(store->ApplyDense(UINT64_MAX - 2, buf, 1.0f, 1).code(),
+            kOutOfRange);
+  EXPECT_EQ(store->AccumulateDense(95, buf).code(), kOutOfRange);
+  EXPECT_EQ(store->ReadSlot(0, 95, absl::MakeSpan(buf)).code(), kOutOfRange);
+  EXPECT_EQ(store->WriteSlot(0, 95, buf).code(), kOutOfRange);
+
+  // Slots that do not exist, bad steps.
+  EXPECT_EQ(store->ReadSlot(1, 0, absl::MakeSpan(buf)).code(), kInvalid);
+  EXPECT_EQ(store->ReadSlot(-1, 0, absl::MakeSpan(buf)).code(), kInvalid);
+  EXPECT_EQ(store->WriteSlot(2, 0, buf).code(), kInvalid);
+  EXPECT_EQ(store->ApplyDense(0, buf, 1.0f, 0).code(), kInvalid);
+  EXPECT_EQ(store->ApplyAccumulated(1.0f, -1).code(), kInvalid);
+
+  // Rows: 100 elements of dim 10 = rows 0..9.
+  const std::vector<uint64_t> rows = {2, 10};
+  std::vector<float> two_rows(20, 1.0f);
+  s = store->ApplyRows(rows, 10, two_rows, 1.0f, 1);
+  EXPECT_EQ(s.code(), kOutOfRange) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "row 10")) << s;
+  EXPECT_EQ(store->ReadRows(rows, 10, absl::MakeSpan(two_rows)).code(),
+            kOutOfRange);
+  EXPECT_EQ(store->AccumulateRows(rows, 10, two_rows).code(), kOutOfRange);
+  EXPECT_EQ(store->ApplyAccumulatedRows(rows, 10, 1.0f, 1).code(), kOutOfRange);
+  const std::vector<uint64_t> huge_row = {UINT64_MAX / 10};
+  EXPECT_EQ(store->ApplyAccumulatedRows(huge_row, 10, 1.0f, 1).code(),
+            kOutOfRange);
+  const std::vector<uint64_t> ok_rows = {2, 3};
+  // Mismatched span sizes and dim 0.
+  EXPECT_EQ(store->ApplyRows(ok_rows, 10, buf, 1.0f, 1).code(), kInvalid);
+  EXPECT_EQ(store->ReadRows(ok_rows, 10, absl::MakeSpan(big)).code(), kInvalid);
+  EXPECT_EQ(store->AccumulateRows(ok_rows, 9, two_rows).code(), kInvalid);
+  EXPECT_EQ(store->ApplyRows(ok_rows, 0, two_rows, 1.0f, 1).code(), kInvalid);
+  EXPECT_EQ(store->ApplyAccumulatedRows(ok_rows, 0, 1.0f, 1).code(), kInvalid);
+
+  // Nothing above changed the store.
+  std::vector<float> all(100, -1.0f);
+  ASSERT_TRUE(store->Read(0, absl::MakeSpan(all)).ok());
+  EXPECT_EQ(all, std::vector<float>(100, 0.0f));
+  ASSERT_TRUE(store->ReadSlot(0, 0, absl::MakeSpan(all)).ok());
+  EXPECT_EQ(all, std::vector<float>(100, 0.0f));
+}
+
+TEST_P(UpdateBackendConformanceTest, RejectsBadOptimizerConfigs) {
+  auto expect_invalid = [this](OptimizerConfig c, const char* field) {
+    absl::StatusOr<std::unique_ptr<ParamStore>> store =
+        backend_->CreateStore(c, 10);
+    ASSERT_FALSE(store.ok()) << field;
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StrContains(store.status().message(), field))
+        << store.status();
+  };
+  OptimizerConfig c;
+  c.learning_rate = -0.1f;
+  expect_invalid(c, "learning_rate");
+  c = OptimizerConfig();
+  c.learning_rate = NAN;
+  expect_invalid(c, "learning_rate");
+  c = OptimizerConfig();
+  c.type = OptimizerType::kMomentum;
+  c.momentum = 1.0f;
+  expect_invalid(c, "momentum");
+  c = OptimizerConfig();
+  c.type = OptimizerType::kAdam;
+  c.beta2 = 1.5f;
+  expect_invalid(c, "beta2");
+  c = OptimizerConfig();
+  c.type = OptimizerType::kAdagrad;
+  c.epsilon = 0.0f;
+  expect_invalid(c, "epsilon");
+  c = OptimizerConfig();
+  c.clip_value = -1.0f;
+  expect_invalid(c, "clip_value");
+  c = OptimizerConfig();
+  c.weight_decay = INFINITY;
+  expect_invalid(c, "weight_decay");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, UpdateBackendConformanceTest,
+                         ::testing::Values("cpu", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param;
+                         });
+
+// ---------------------------------------------------------------------------
+// Factory contract and GPU-vs-CPU equivalence.
+
+TEST(UpdateBackendFactoryTest, CpuAndAutoFollowTheContract) {
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> cpu =
+      CreateUpdateBackend(DeviceKind::kCpu);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ((*cpu)->name(), "cpu");
+
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> cuda =
+      CreateUpdateBackend(DeviceKind::kCuda);
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> autob =
+      CreateUpdateBackend(DeviceKind::kAuto);
+  ASSERT_TRUE(autob.ok()) << autob.status();
+  if (cuda.ok()) {
+    EXPECT_TRUE(absl::StartsWith((*cuda)->name(), "cuda:"));
+    EXPECT_EQ((*autob)->name(), (*cuda)->name());
+  } else {
+    EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(absl::StartsWith(cuda.status().message(),
+                                 "device: cuda requested but "))
+        << cuda.status();
+    // One of the two documented reasons, with its detail in parentheses.
+    const bool no_device =
+        absl::StrContains(cuda.status().message(),
+                          "no CUDA device is visible (cudaGetDeviceCount: ");
+    const bool no_build = absl::StrContains(cuda.status().message(),
+                                            "this build has no CUDA support (");
+    EXPECT_TRUE(no_device || no_build) << cuda.status();
+    EXPECT_EQ((*autob)->name(), "cpu");
+  }
+}
+
+TEST(UpdateBackendCrossCheckTest, GpuMatchesCpuOnSameInputs) {
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> cuda =
+      CreateUpdateBackend(DeviceKind::kCuda);
+  if (!cuda.ok()) {
+    GTEST_SKIP() << "CUDA backend not available, GPU-vs-CPU check not run: "
+                 << cuda.status().message();
+  }
+  std::unique_ptr<UpdateBackend> cpu = CreateCpuUpdateBackend();
+  constexpr uint64_t kSize = 100003;
+  constexpr uint32_t kDim = 16;
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::mt19937 rng(77);
+    auto a = cpu->CreateStore(oc.config, kSize);
+    auto b = (*cuda)->CreateStore(oc.config, kSize);
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<float> init = Uniform(&rng, kSize);
+    ASSERT_TRUE((*a)->Write(0, init).ok());
+    ASSERT_TRUE((*b)->Write(0, init).ok());
+    for (int64_t t = 1; t <= 4; ++t) {
+      const std::vector<float> g = Uniform(&rng, kSize - 1);
+      for (ParamStore* s : {a->get(), b->get()}) {
+        ASSERT_TRUE(s->ApplyDense(1, g, 0.5f, t).ok());
+        ASSERT_TRUE(s->AccumulateDense(0, g).ok());
+        ASSERT_TRUE(s->ApplyAccumulated(0.25f, t).ok());
+      }
+      std::vector<uint64_t> rows;
+      for (uint64_t r = t; r < kSize / kDim; r += 7) rows.push_back(r);
+      const std::vector<float> rg = Uniform(&rng, rows.size() * kDim);
+      for (ParamStore* s : {a->get(), b->get()}) {
+        ASSERT_TRUE(s->ApplyRows(rows, kDim, rg, 1.0f, t).ok());
+      }
+    }
+    std::vector<float> wa(kSize), wb(kSize);
+    ASSERT_TRUE((*a)->Read(0, absl::MakeSpan(wa)).ok());
+    ASSERT_TRUE((*b)->Read(0, absl::MakeSpan(wb)).ok());
+    EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+              kTolerance);
+    for (int s = 0; s < (*a)->num_slots(); ++s) {
+      ASSERT_TRUE((*a)->ReadSlot(s, 0, absl::MakeSpan(wa)).ok());
+      ASSERT_TRUE((*b)->ReadSlot(s, 0, absl::MakeSpan(wb)).ok());
+      EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+                kTolerance)
+          << "slot " << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ps
