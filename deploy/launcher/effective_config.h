@@ -1,0 +1,53 @@
+// The config a local launch actually runs: the user's (or the embedded
+// default) YAML with the launcher's overrides applied and the server
+// addresses replaced by local ones.
+#ifndef PS_DEPLOY_LAUNCHER_EFFECTIVE_CONFIG_H_
+#define PS_DEPLOY_LAUNCHER_EFFECTIVE_CONFIG_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/config.h"
+
+namespace ps::launcher {
+
+struct ConfigOverrides {
+  int servers = 0;          // > 0: run this many servers (default: the config's)
+  int workers = 0;          // > 0: cluster.num_workers
+  std::string consistency;  // non-empty: every table's consistency
+  int staleness = -1;       // >= 0: every table's staleness
+  int epochs = 0;           // > 0: training.epochs
+  // "dotted.path=value": sets one YAML node; numeric components index
+  // sequences ("tables.0.optimizer.learning_rate=0.1"); the value is parsed
+  // as YAML ("[128, 64]" is a list).
+  std::vector<std::string> sets;
+};
+
+class EffectiveConfig {
+ public:
+  // Applies `overrides` to `yaml_text` and validates the result with
+  // ParseClusterConfig. INVALID_ARGUMENT for bad YAML, a bad override or an
+  // invalid resulting config (the message says which).
+  static absl::StatusOr<EffectiveConfig> Create(const std::string& yaml_text,
+                                                const std::string& source,
+                                                const ConfigOverrides& overrides);
+
+  int num_servers() const { return num_servers_; }
+  // The validated config (with placeholder server addresses).
+  const ClusterConfig& config() const { return config_; }
+
+  // The YAML text with cluster.servers = `addresses` (num_servers() of them).
+  std::string Render(const std::vector<std::string>& addresses) const;
+
+ private:
+  std::string yaml_;  // the overridden YAML (placeholder servers)
+  std::string source_;
+  int num_servers_ = 0;
+  ClusterConfig config_;
+};
+
+}  // namespace ps::launcher
+
+#endif  // PS_DEPLOY_LAUNCHER_EFFECTIVE_CONFIG_H_

@@ -1,0 +1,68 @@
+// Runs a whole cluster on this machine: S ps_server and W ps_worker
+// processes from one config (see main.cc for the command line).
+//
+// Sequence: apply the overrides and validate the config; write it to a
+// temporary directory; start the servers on OS-picked localhost ports
+// (--listen 127.0.0.1:0 --port_file); write the workers' config with the
+// real addresses; wait until every server answers the client handshake;
+// start the workers; relay every child's output line prefixed with its role
+// and index ("[server 0] ...", "[worker 1] ..."), drive the progress display
+// from the workers' protocol lines; when all workers have exited 0, stop the
+// servers (SIGTERM) and write the CSV / plot / RESULT line.
+//
+// Children run in their own process group (Ctrl-C reaches only the
+// launcher, which stops them in order) and get SIGTERM if the launcher dies
+// (PR_SET_PDEATHSIG).
+#ifndef PS_DEPLOY_LAUNCHER_LAUNCHER_H_
+#define PS_DEPLOY_LAUNCHER_LAUNCHER_H_
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "deploy/launcher/effective_config.h"
+
+namespace ps::launcher {
+
+struct LaunchOptions {
+  std::string config_text;    // YAML
+  std::string config_source;  // file name (or "<embedded default>")
+  ConfigOverrides overrides;
+  std::string server_bin;  // paths of the binaries (required)
+  std::string worker_bin;
+  std::vector<std::string> extra_worker_flags;  // appended to every worker
+  // Where train_<timestamp>.csv / .gp / .png go (created if missing).
+  std::string out_dir = "out";
+  // OpenBLAS threads per worker; 0 = max(1, cores / workers).
+  int blas_threads = 0;
+  // Redraw a progress bar (for a TTY) instead of printing plain lines.
+  bool progress_bar = false;
+  // Seconds to wait for the servers to come up.
+  double startup_timeout_s = 60;
+  // Keep the temporary directory (configs, port files) after success; it is
+  // always kept after a failure.
+  bool keep_tmp = false;
+  // Read end of a pipe that becomes readable when the launch must stop
+  // (the signal handler writes the signal number to it); -1 = none.
+  int interrupt_fd = -1;
+  FILE* out = stdout;  // relayed lines, progress, messages
+};
+
+struct LaunchResult {
+  std::string result_line;  // "RESULT model=... samples_per_s=..."
+  std::string csv_path;
+  std::string png_path;  // "" when gnuplot failed or is missing
+  std::string tmp_dir;
+};
+
+// Runs the cluster to completion. Errors: INVALID_ARGUMENT for the config
+// or overrides; NOT_FOUND for a missing binary; UNAVAILABLE /
+// DEADLINE_EXCEEDED when the servers do not come up; ABORTED naming the
+// failed process and its exit code ("worker 1 exited with code 2");
+// CANCELLED when interrupted. Every child is stopped before it returns.
+absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options);
+
+}  // namespace ps::launcher
+
+#endif  // PS_DEPLOY_LAUNCHER_LAUNCHER_H_

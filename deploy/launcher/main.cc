@@ -1,0 +1,206 @@
+// ps_launch: runs a whole parameter-server cluster on this machine.
+//
+//   ps_launch [--config FILE] [--servers S] [--workers W]
+//             [--consistency sync|async|ssp] [--staleness N] [--epochs E]
+//             [--set dotted.path=value ...] [--out_dir DIR]
+//             [--server_bin PATH] [--worker_bin PATH] [--worker_flags F,...]
+//             [--blas_threads N] [--progress auto|bar|plain] [--keep_tmp]
+//
+// Without --config it runs the embedded default,
+// deploy/examples/fashion_mnist.yaml. ps_server and ps_worker are found next
+// to this binary (Bazel runfiles or the bazel-bin layout, or the same
+// directory) unless --server_bin / --worker_bin say otherwise.
+//
+// Output: every child's lines prefixed "[server i] " / "[worker i] ", a
+// progress bar on a TTY (plain lines otherwise), and finally exactly one line
+//   RESULT model=mlp mode=sync servers=2 workers=2 epochs=E
+//          test_accuracy=0.XXXX wall_s=... samples_per_s=...
+// plus the paths of out/train_<timestamp>.csv and .png.
+// Exit status: 0 on success; 1 when a process failed (named in the message);
+// 2 for a bad command line or config; 130 when interrupted (SIGINT/SIGTERM).
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "deploy/launcher/default_config.h"
+#include "deploy/launcher/launcher.h"
+
+ABSL_FLAG(std::string, config, "",
+          "cluster config YAML; default: the embedded "
+          "deploy/examples/fashion_mnist.yaml");
+ABSL_FLAG(int, servers, 0, "number of servers; 0 = as in the config");
+ABSL_FLAG(int, workers, 0, "number of workers; 0 = cluster.num_workers");
+ABSL_FLAG(std::string, consistency, "",
+          "sync|async|ssp for every table; default: as in the config");
+ABSL_FLAG(int, staleness, -1, "ssp bound for every table; -1 = as configured");
+ABSL_FLAG(int, epochs, 0, "training.epochs; 0 = as in the config");
+ABSL_FLAG(std::vector<std::string>, set, {},
+          "comma-separated dotted.path=value overrides of the YAML, e.g. "
+          "training.batch_size=32,tables.0.optimizer.learning_rate=0.1");
+ABSL_FLAG(std::string, out_dir, "",
+          "directory for train_<timestamp>.csv/.gp/.png; default: out/ in "
+          "the directory ps_launch was started from");
+ABSL_FLAG(std::string, server_bin, "", "ps_server binary; default: found "
+          "next to ps_launch");
+ABSL_FLAG(std::string, worker_bin, "", "ps_worker binary; default: found "
+          "next to ps_launch");
+ABSL_FLAG(std::vector<std::string>, worker_flags, {},
+          "extra flags for every worker, comma-separated (e.g. "
+          "--shard=contiguous,--log_every_steps=20)");
+ABSL_FLAG(int, blas_threads, 0,
+          "OpenBLAS threads per worker; 0 = max(1, cores / workers)");
+ABSL_FLAG(std::string, progress, "auto",
+          "auto (bar on a TTY, plain lines otherwise), bar or plain");
+ABSL_FLAG(bool, keep_tmp, false,
+          "keep the temporary directory with the effective configs");
+ABSL_FLAG(double, startup_timeout_s, 60, "seconds to wait for the servers");
+
+namespace {
+
+int g_interrupt_pipe[2] = {-1, -1};
+
+void OnSignal(int signo) {
+  const char c = static_cast<char>(signo);
+  (void)!write(g_interrupt_pipe[1], &c, 1);
+}
+
+std::string Dirname(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool Executable(const std::string& path) {
+  return access(path.c_str(), X_OK) == 0;
+}
+
+// Finds `workspace_path` (e.g. "server/ps_server") for this binary.
+std::string FindBinary(const std::string& workspace_path, const char* argv0) {
+  const std::string base = workspace_path.substr(workspace_path.rfind('/') + 1);
+  std::vector<std::string> exes;
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) exes.push_back(std::string(buf, n));
+  exes.push_back(argv0);
+  std::vector<std::string> candidates;
+  if (const char* runfiles = std::getenv("RUNFILES_DIR")) {
+    candidates.push_back(absl::StrCat(runfiles, "/ps/", workspace_path));
+  }
+  for (const std::string& exe : exes) {
+    const std::string dir = Dirname(exe);
+    candidates.push_back(absl::StrCat(exe, ".runfiles/ps/", workspace_path));
+    // bazel-bin layout: bazel-bin/deploy/launcher/ps_launch.
+    candidates.push_back(absl::StrCat(dir, "/../../", workspace_path));
+    candidates.push_back(absl::StrCat(dir, "/", base));
+  }
+  for (const std::string& c : candidates) {
+    if (Executable(c)) return c;
+  }
+  return candidates.empty() ? base : candidates.front();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "ps_launch [--config FILE]: runs the servers and workers of a cluster "
+      "config on this machine and reports the training result");
+  absl::ParseCommandLine(argc, argv);
+
+  ps::launcher::LaunchOptions options;
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) {
+    options.config_text = ps::launcher::kDefaultConfigYaml;
+    options.config_source = ps::launcher::kDefaultConfigName;
+  } else {
+    std::ifstream in(config_path);
+    if (!in) {
+      std::fprintf(stderr, "ps_launch: cannot read --config %s\n",
+                   config_path.c_str());
+      return 2;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    options.config_text = ss.str();
+    options.config_source = config_path;
+  }
+  options.overrides.servers = absl::GetFlag(FLAGS_servers);
+  options.overrides.workers = absl::GetFlag(FLAGS_workers);
+  options.overrides.consistency = absl::GetFlag(FLAGS_consistency);
+  options.overrides.staleness = absl::GetFlag(FLAGS_staleness);
+  options.overrides.epochs = absl::GetFlag(FLAGS_epochs);
+  options.overrides.sets = absl::GetFlag(FLAGS_set);
+  options.server_bin = absl::GetFlag(FLAGS_server_bin);
+  if (options.server_bin.empty()) {
+    options.server_bin = FindBinary("server/ps_server", argv[0]);
+  }
+  options.worker_bin = absl::GetFlag(FLAGS_worker_bin);
+  if (options.worker_bin.empty()) {
+    options.worker_bin = FindBinary("worker/ps_worker", argv[0]);
+  }
+  options.extra_worker_flags = absl::GetFlag(FLAGS_worker_flags);
+  options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
+  options.keep_tmp = absl::GetFlag(FLAGS_keep_tmp);
+  options.startup_timeout_s = absl::GetFlag(FLAGS_startup_timeout_s);
+  std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  if (out_dir.empty()) {
+    // `bazel run` starts us in the runfiles tree; write where the user was.
+    const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
+    out_dir = wd != nullptr && *wd ? absl::StrCat(wd, "/out") : "out";
+  }
+  options.out_dir = out_dir;
+  const std::string progress = absl::GetFlag(FLAGS_progress);
+  if (progress == "auto") {
+    options.progress_bar = isatty(STDOUT_FILENO) == 1;
+  } else if (progress == "bar" || progress == "plain") {
+    options.progress_bar = progress == "bar";
+  } else {
+    std::fprintf(stderr, "ps_launch: --progress must be auto, bar or plain\n");
+    return 2;
+  }
+
+  if (pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("ps_launch: pipe");
+    return 1;
+  }
+  options.interrupt_fd = g_interrupt_pipe[0];
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<ps::launcher::LaunchResult> result =
+      ps::launcher::Launch(options);
+  if (!result.ok()) {
+    std::fprintf(stdout, "ps_launch: FAILED: %s\n",
+                 result.status().ToString().c_str());
+    std::fflush(stdout);
+    switch (result.status().code()) {
+      case absl::StatusCode::kCancelled:
+        return 130;
+      case absl::StatusCode::kInvalidArgument:
+        return 2;
+      default:
+        return 1;
+    }
+  }
+  std::printf("[launch] metrics: %s\n", result->csv_path.c_str());
+  if (!result->png_path.empty()) {
+    std::printf("[launch] plot: %s\n", result->png_path.c_str());
+  }
+  std::printf("%s\n", result->result_line.c_str());
+  return 0;
+}

@@ -1,0 +1,194 @@
+#include "deploy/launcher/report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace ps::launcher {
+namespace {
+
+constexpr const char* kKinds[] = {"START", "PROGRESS", "EVAL", "FINAL",
+                                  "DONE"};
+
+}  // namespace
+
+std::optional<double> ProtocolLine::Number(const std::string& key) const {
+  auto it = fields.find(key);
+  double v = 0;
+  if (it == fields.end() || !absl::SimpleAtod(it->second, &v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<ProtocolLine> ParseProtocolLine(const std::string& line) {
+  std::vector<std::string> tokens =
+      absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (tokens.empty()) return std::nullopt;
+  if (std::find(std::begin(kKinds), std::end(kKinds), tokens[0]) ==
+      std::end(kKinds)) {
+    return std::nullopt;
+  }
+  ProtocolLine out;
+  out.kind = tokens[0];
+  std::string* last = nullptr;
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    const size_t eq = tokens[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      if (last == nullptr) return std::nullopt;
+      absl::StrAppend(last, " ", tokens[i]);
+      continue;
+    }
+    last = &out.fields[tokens[i].substr(0, eq)];
+    *last = tokens[i].substr(eq + 1);
+  }
+  return out;
+}
+
+RunReport::RunReport(int num_workers) : workers_(std::max(num_workers, 1)) {}
+
+void RunReport::Add(int worker, const ProtocolLine& line) {
+  if (worker < 0 || worker >= static_cast<int>(workers_.size())) return;
+  WorkerState& w = workers_[worker];
+  if (line.kind == "START") {
+    if (worker == 0) {
+      epochs_ = static_cast<int>(line.Number("epochs").value_or(0));
+      total_steps_ = static_cast<int64_t>(
+          line.Number("steps_per_epoch").value_or(0) * epochs_);
+    }
+  } else if (line.kind == "PROGRESS") {
+    w.step = static_cast<int64_t>(line.Number("step").value_or(w.step));
+    w.samples_per_s = line.Number("samples_per_s").value_or(w.samples_per_s);
+    if (worker == 0) {
+      epoch_ = static_cast<int>(line.Number("epoch").value_or(epoch_));
+      last_loss_ = line.Number("loss");
+      CurvePoint p;
+      p.time_s = line.Number("time_s").value_or(0);
+      p.step = w.step;
+      p.epoch = epoch_;
+      p.loss = last_loss_;
+      curve_.push_back(p);
+    }
+  } else if (line.kind == "EVAL") {
+    if (worker == 0) {
+      last_accuracy_ = line.Number("test_accuracy");
+      CurvePoint p;
+      p.time_s = line.Number("time_s").value_or(0);
+      p.step = static_cast<int64_t>(line.Number("step").value_or(0));
+      p.epoch = static_cast<int>(line.Number("epoch").value_or(epoch_));
+      p.test_accuracy = last_accuracy_;
+      curve_.push_back(p);
+    }
+  } else if (line.kind == "FINAL") {
+    final_accuracy_ = line.Number("test_accuracy");
+  } else if (line.kind == "DONE") {
+    w.done = true;
+    w.done_samples = line.Number("samples").value_or(0);
+    w.done_wall_s = line.Number("wall_s").value_or(0);
+    w.step = static_cast<int64_t>(line.Number("steps").value_or(w.step));
+  }
+}
+
+bool RunReport::all_done() const {
+  for (const WorkerState& w : workers_) {
+    if (!w.done) return false;
+  }
+  return true;
+}
+
+std::optional<double> RunReport::samples_per_s() const {
+  if (!all_done()) return std::nullopt;
+  double samples = 0, wall = 0;
+  for (const WorkerState& w : workers_) {
+    samples += w.done_samples;
+    wall = std::max(wall, w.done_wall_s);
+  }
+  if (wall <= 0) return std::nullopt;
+  return samples / wall;
+}
+
+std::string RunReport::ProgressText(int width) const {
+  const int64_t step = workers_[0].step;
+  std::string text;
+  if (width > 0) {
+    const double frac =
+        total_steps_ > 0
+            ? std::min(1.0, static_cast<double>(step) / total_steps_)
+            : 0.0;
+    const int filled = static_cast<int>(frac * width + 0.5);
+    absl::StrAppend(&text, "[", std::string(filled, '#'),
+                    std::string(width - filled, '.'), "] ");
+  }
+  double rate = 0;
+  for (const WorkerState& w : workers_) rate += w.samples_per_s;
+  absl::StrAppend(&text, absl::StrFormat("epoch %d/%d step %d/%d", epoch_,
+                                         epochs_, step, total_steps_));
+  if (last_loss_) absl::StrAppend(&text, absl::StrFormat(" loss %.4f", *last_loss_));
+  if (last_accuracy_) {
+    absl::StrAppend(&text, absl::StrFormat(" acc %.4f", *last_accuracy_));
+  }
+  absl::StrAppend(&text, absl::StrFormat(" %.0f samples/s", rate));
+  return text;
+}
+
+std::string RunReport::Csv() const {
+  std::string out = "time_s,step,epoch,loss,test_accuracy\n";
+  for (const CurvePoint& p : curve_) {
+    absl::StrAppend(&out, absl::StrFormat("%.3f,%d,%d,", p.time_s, p.step,
+                                          p.epoch));
+    if (p.loss) absl::StrAppend(&out, absl::StrFormat("%.6f", *p.loss));
+    absl::StrAppend(&out, ",");
+    if (p.test_accuracy) {
+      absl::StrAppend(&out, absl::StrFormat("%.4f", *p.test_accuracy));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+std::string RunReport::GnuplotScript(const std::string& png_path,
+                                     const std::string& title) const {
+  std::string loss = "$loss << EOD\n", acc = "$acc << EOD\n";
+  for (const CurvePoint& p : curve_) {
+    if (p.loss) absl::StrAppend(&loss, absl::StrFormat("%.3f %.6f\n", p.time_s, *p.loss));
+    if (p.test_accuracy) {
+      absl::StrAppend(&acc, absl::StrFormat("%.3f %.4f\n", p.time_s,
+                                            *p.test_accuracy));
+    }
+  }
+  absl::StrAppend(&loss, "EOD\n");
+  absl::StrAppend(&acc, "EOD\n");
+  std::string safe_title = title;
+  std::replace(safe_title.begin(), safe_title.end(), '"', '\'');
+  std::string safe_png = png_path;
+  std::replace(safe_png.begin(), safe_png.end(), '"', '_');
+  return absl::StrCat(
+      loss, acc, "set terminal pngcairo size 1000,560\n", "set output \"",
+      safe_png, "\"\n", "set title \"", safe_title, "\"\n",
+      "set xlabel \"training time (s, worker 0)\"\n",
+      "set ylabel \"training loss\"\n", "set y2label \"test accuracy\"\n",
+      "set ytics nomirror\nset y2tics\nset grid\nset key bottom left\n",
+      "plot $loss using 1:2 with lines lw 2 title \"training loss\", \\\n",
+      "     $acc using 1:2 axes x1y2 with linespoints lw 2 pt 7 ps 0.6 "
+      "title \"test accuracy\"\n");
+}
+
+absl::Status WriteTextFile(const std::string& path,
+                           const std::string& contents) {
+  std::ofstream out(path, std::ios::trunc);
+  out << contents;
+  out.close();
+  if (!out) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ps::launcher
