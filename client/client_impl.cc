@@ -185,6 +185,24 @@ absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
     absl::SleepFor(std::min(backoff, deadline - absl::Now()));
     backoff = std::min(backoff * 2, max_backoff);
   }
+  if (last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    // A wait_for_ready call only says "Deadline Exceeded". One fail-fast
+    // call reports why the channel cannot connect (refused, TLS handshake
+    // failure, unknown host), which is what an operator needs to see.
+    std::unique_ptr<grpc::ClientContext> probe =
+        conn.NewContext(absl::Milliseconds(500), /*wait_for_ready=*/false);
+    proto::ShardInfo info;
+    const grpc::Status status =
+        conn.stub()->GetShardInfo(probe.get(), proto::ShardInfoRequest(), &info);
+    if (status.ok()) return info;
+    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      last = status;
+    }
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return Annotate("GetShardInfo", shard, status);
+    }
+  }
   return absl::UnavailableError(absl::StrCat(
       "server ", conn.address(), " (shard ", shard, ") not ready within ",
       options_.client.rpc_timeout_ms, " ms",
@@ -211,7 +229,7 @@ absl::Status ClientImpl::Handshake() {
     }
     std::vector<TableConfig> tables;
     for (const proto::TableSpec& spec : info.tables()) {
-      tables.push_back(FromProto(spec));
+      tables.push_back(FromTableSpec(spec));
     }
     std::sort(tables.begin(), tables.end(),
               [](const TableConfig& a, const TableConfig& b) {
@@ -374,7 +392,7 @@ absl::Status ClientImpl::RefreshTables() {
   if (!status.ok()) return Annotate("GetShardInfo", 0, status);
   absl::MutexLock lock(&tables_mu_);
   for (const proto::TableSpec& spec : info.tables()) {
-    tables_[spec.table_id()] = ToTableInfo(FromProto(spec));
+    tables_[spec.table_id()] = ToTableInfo(FromTableSpec(spec));
   }
   return absl::OkStatus();
 }
@@ -438,7 +456,7 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
     table.table_id = next_id;
   }
   std::vector<proto::CreateTableRequest> requests(connections_.size());
-  for (auto& r : requests) *r.mutable_spec() = ToProto(table);
+  for (auto& r : requests) *r.mutable_spec() = ToTableSpec(table);
   std::vector<proto::CreateTableResponse> responses;
   std::vector<absl::Status> statuses = CallAll(
       "CreateTable", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
@@ -450,7 +468,7 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
       });
   RETURN_IF_ERROR(FirstError(statuses));
   TableInfo info = ToTableInfo(
-      responses[0].has_spec() ? FromProto(responses[0].spec()) : table);
+      responses[0].has_spec() ? FromTableSpec(responses[0].spec()) : table);
   absl::MutexLock lock(&tables_mu_);
   tables_[info.table_id] = info;
   return info;
@@ -773,6 +791,25 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
     stats.push_back(std::move(shard));
   }
   return stats;
+}
+
+absl::StatusOr<std::vector<std::string>> ClientImpl::Checkpoint() {
+  std::vector<proto::CheckpointRequest> requests(connections_.size());
+  std::vector<proto::CheckpointResponse> responses;
+  // Not wait_for_ready: a server that is down fails at once rather than
+  // holding the whole checkpoint until the deadline.
+  RETURN_IF_ERROR(FirstError(CallAll(
+      "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false, requests,
+      &responses,
+      [](auto* async, grpc::ClientContext* context,
+         const proto::CheckpointRequest* request,
+         proto::CheckpointResponse* response, auto done) {
+        async->Checkpoint(context, request, response, std::move(done));
+      })));
+  std::vector<std::string> paths;
+  paths.reserve(responses.size());
+  for (const proto::CheckpointResponse& r : responses) paths.push_back(r.path());
+  return paths;
 }
 
 }  // namespace ps

@@ -97,7 +97,7 @@ class FakeParameterServer::Service final
       absl::MutexLock lock(&s_->mu_);
       for (const auto& [id, t] : s_->tables_) tables.push_back(t.config);
     }
-    for (const TableConfig& t : tables) *info->add_tables() = ToProto(t);
+    for (const TableConfig& t : tables) *info->add_tables() = ToTableSpec(t);
     info->set_partition_fingerprint(
         PartitionFingerprint(s_->options_.num_shards, tables));
     info->set_backend("cpu");
@@ -117,7 +117,7 @@ class FakeParameterServer::Service final
                                           "table exists"));
       }
     }
-    s_->AddTableLocked(FromProto(request->spec()));
+    s_->AddTableLocked(FromTableSpec(request->spec()));
     *response->mutable_spec() = request->spec();
     return Done(context, grpc::Status::OK);
   }

@@ -1,5 +1,5 @@
-// Conversions between the config's TableConfig, the wire TableSpec and the
-// public TableInfo, and the handshake's comparison of table lists.
+// Conversion of tables to the public TableInfo, and the handshake's
+// comparison of table lists (wire conversion: proto/table_spec_conversion.h).
 #ifndef PS_CLIENT_TABLE_SPEC_H_
 #define PS_CLIENT_TABLE_SPEC_H_
 
@@ -10,13 +10,10 @@
 #include "client/client.h"
 #include "common/config.h"
 #include "proto/ps.pb.h"
+#include "proto/table_spec_conversion.h"
 
 namespace ps {
 
-proto::TableSpec ToProto(const TableConfig& table);
-// Unspecified enum values map to the config defaults (dense, async, sgd,
-// zeros).
-TableConfig FromProto(const proto::TableSpec& spec);
 TableInfo ToTableInfo(const TableConfig& table);
 
 // Differences, one readable line each, between two views of the tables in

@@ -25,7 +25,7 @@ TableConfig Sparse() {
 
 TEST(TableSpecTest, RoundTripsThroughProto) {
   const TableConfig t = Sparse();
-  const TableConfig back = FromProto(ToProto(t));
+  const TableConfig back = FromTableSpec(ToTableSpec(t));
   EXPECT_EQ(back.name, "emb");
   EXPECT_EQ(back.table_id, 1u);
   EXPECT_EQ(back.kind, TableKind::kSparse);
@@ -36,8 +36,8 @@ TEST(TableSpecTest, RoundTripsThroughProto) {
   EXPECT_EQ(back.optimizer.learning_rate, 0.125f);
   EXPECT_EQ(back.initializer.type, InitializerType::kNormal);
   EXPECT_EQ(back.initializer.seed, 42u);
-  EXPECT_EQ(ToProto(t).kind(), proto::SPARSE);
-  EXPECT_EQ(ToProto(t).consistency(), proto::SSP);
+  EXPECT_EQ(ToTableSpec(t).kind(), proto::SPARSE);
+  EXPECT_EQ(ToTableSpec(t).consistency(), proto::SSP);
 }
 
 TEST(TableSpecTest, DescribesDifferences) {

@@ -3,53 +3,10 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "proto/table_spec_conversion.h"
 
 namespace ps {
 namespace {
-
-proto::TableKind KindToProto(TableKind k) {
-  return k == TableKind::kDense ? proto::DENSE : proto::SPARSE;
-}
-
-proto::Consistency ConsistencyToProto(Consistency c) {
-  switch (c) {
-    case Consistency::kAsync:
-      return proto::ASYNC;
-    case Consistency::kSync:
-      return proto::SYNC;
-    case Consistency::kSsp:
-      return proto::SSP;
-  }
-  return proto::CONSISTENCY_UNSPECIFIED;
-}
-
-proto::OptimizerType OptimizerToProto(OptimizerType t) {
-  switch (t) {
-    case OptimizerType::kSgd:
-      return proto::SGD;
-    case OptimizerType::kMomentum:
-      return proto::MOMENTUM;
-    case OptimizerType::kAdagrad:
-      return proto::ADAGRAD;
-    case OptimizerType::kAdam:
-      return proto::ADAM;
-  }
-  return proto::OPTIMIZER_UNSPECIFIED;
-}
-
-proto::InitializerType InitializerToProto(InitializerType t) {
-  switch (t) {
-    case InitializerType::kZeros:
-      return proto::ZEROS;
-    case InitializerType::kConstant:
-      return proto::CONSTANT;
-    case InitializerType::kUniform:
-      return proto::UNIFORM;
-    case InitializerType::kNormal:
-      return proto::NORMAL;
-  }
-  return proto::INITIALIZER_UNSPECIFIED;
-}
 
 absl::Status Bad(const proto::TableSpec& spec, const std::string& what) {
   return absl::InvalidArgumentError(
@@ -59,34 +16,7 @@ absl::Status Bad(const proto::TableSpec& spec, const std::string& what) {
 }  // namespace
 
 proto::TableSpec TableConfigToProto(const TableConfig& c) {
-  proto::TableSpec spec;
-  spec.set_name(c.name);
-  spec.set_table_id(c.table_id);
-  spec.set_kind(KindToProto(c.kind));
-  spec.set_size(c.size);
-  spec.set_dim(c.dim);
-  proto::InitializerSpec* init = spec.mutable_initializer();
-  init->set_type(InitializerToProto(c.initializer.type));
-  init->set_value(c.initializer.value);
-  init->set_low(c.initializer.low);
-  init->set_high(c.initializer.high);
-  init->set_mean(c.initializer.mean);
-  init->set_stddev(c.initializer.stddev);
-  init->set_seed(c.initializer.seed);
-  proto::OptimizerSpec* opt = spec.mutable_optimizer();
-  opt->set_type(OptimizerToProto(c.optimizer.type));
-  opt->set_learning_rate(c.optimizer.learning_rate);
-  opt->set_momentum(c.optimizer.momentum);
-  opt->set_nesterov(c.optimizer.nesterov);
-  opt->set_beta1(c.optimizer.beta1);
-  opt->set_beta2(c.optimizer.beta2);
-  opt->set_epsilon(c.optimizer.epsilon);
-  opt->set_weight_decay(c.optimizer.weight_decay);
-  opt->set_clip_value(c.optimizer.clip_value);
-  opt->set_initial_accumulator(c.optimizer.initial_accumulator);
-  spec.set_consistency(ConsistencyToProto(c.consistency));
-  spec.set_staleness(c.staleness);
-  return spec;
+  return ToTableSpec(c);
 }
 
 absl::StatusOr<TableConfig> TableConfigFromProto(const proto::TableSpec& spec) {
