@@ -3,7 +3,8 @@
 //
 //   ps_worker --config FILE [--index I] [--table NAME] [--shard MODE]
 //             [--shuffle] [--blas_threads N] [--log_every_steps N]
-//             [--dump_params_prefix P] [--log_level LEVEL]
+//             [--dump_params_prefix P] [--average_async_pushes]
+//             [--log_level LEVEL]
 //
 // --index defaults to $PS_WORKER_INDEX, else $JOB_COMPLETION_INDEX (a
 // Kubernetes Indexed Job). The training settings come from the config's
@@ -54,6 +55,9 @@ ABSL_FLAG(int, log_every_steps, 50, "PROGRESS line every N steps");
 ABSL_FLAG(std::string, dump_params_prefix, "",
           "worker 0 writes its first pulled parameters to <prefix>.init and "
           "the final ones to <prefix>.final (raw float32)");
+ABSL_FLAG(bool, average_async_pushes, true,
+          "async/ssp tables: push gradient / num_workers so that a round of "
+          "W pushes equals one sync step (see worker/ps_trainer.h)");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off; default: the config's");
 
@@ -161,6 +165,8 @@ int main(int argc, char** argv) {
   options.schedule.stream = *index;
   options.eval_every_steps = training.eval_every_steps;
   options.log_every_steps = absl::GetFlag(FLAGS_log_every_steps);
+  options.num_workers = config->num_workers;
+  options.average_async_pushes = absl::GetFlag(FLAGS_average_async_pushes);
   options.dump_params_prefix = absl::GetFlag(FLAGS_dump_params_prefix);
   absl::StatusOr<ps::worker::TrainResult> result = ps::worker::RunPsWorker(
       client->get(), *table, model->get(), *shard, data->test, options,

@@ -68,11 +68,16 @@ absl::StatusOr<TrainResult> RunPsWorker(Client* client, const TableInfo& table,
   const bool overlap = table.consistency != Consistency::kSync;
   const uint32_t id = table.table_id;
   const int64_t total = schedule.total_steps();
+  const float push_scale =
+      overlap && options.average_async_pushes && options.num_workers > 1
+          ? 1.0f / static_cast<float>(options.num_workers)
+          : 1.0f;
   sink(absl::StrFormat(
-      "START worker=%d model=%s device=%s consistency=%s steps_per_epoch=%d "
-      "epochs=%d batch_size=%d examples=%d",
+      "START worker=%d model=%s device=%s consistency=%s push_scale=%g "
+      "steps_per_epoch=%d epochs=%d batch_size=%d examples=%d",
       me, model->spec().DebugString(), model->device_name(),
-      ConsistencyName(table.consistency), schedule.steps_per_epoch(),
+      ConsistencyName(table.consistency), push_scale,
+      schedule.steps_per_epoch(),
       options.schedule.epochs, schedule.batch_size(), shard.size()));
 
   TrainResult result;
@@ -111,7 +116,7 @@ absl::StatusOr<TrainResult> RunPsWorker(Client* client, const TableInfo& table,
     absl::StatusOr<float> loss = model->LossAndGradient(
         params[cur], features, labels, absl::MakeSpan(grads));
     RETURN_IF_ERROR(AtStep(loss.status(), "gradient", step));
-    const float scale = schedule.GradScale(step);
+    const float scale = schedule.GradScale(step) * push_scale;
     if (scale != 1.0f) {
       for (float& g : grads) g *= scale;
     }

@@ -9,6 +9,13 @@
 //  - async / ssp: the pull of step t+1 is issued before computing step t, so
 //    the transfer overlaps with compute (the parameters are one step staler;
 //    ssp's bound is enforced by the servers when the pull is answered).
+//    Each push is applied on its own, so by default (average_async_pushes)
+//    a worker pushes its gradient divided by num_workers: the W pushes of a
+//    round then add up to the mean gradient that one sync step applies, and
+//    a table's learning rate means the same in every mode. Without it, W
+//    workers apply W full steps per round, which with the learning rate
+//    tuned for sync diverges (more so with momentum, which asynchrony
+//    already amplifies).
 // Worker 0 evaluates on the test set every eval_every_steps steps with the
 // parameters it pulled; after the last step all workers meet at a Barrier()
 // and worker 0 pulls the final parameters and evaluates them (FINAL line).
@@ -30,6 +37,9 @@ struct PsWorkerOptions {
   ScheduleOptions schedule;  // schedule.stream should be worker_index
   int eval_every_steps = 200;  // worker 0 only; 0 = only at the end
   int log_every_steps = 50;
+  int num_workers = 1;
+  // async / ssp: push gradient / num_workers (see above).
+  bool average_async_pushes = true;
   // Worker 0 writes the parameters it first pulled to <prefix>.init and the
   // final ones to <prefix>.final (raw float32, host byte order). "" = off.
   std::string dump_params_prefix;

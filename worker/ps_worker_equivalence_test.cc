@@ -185,7 +185,7 @@ tables:
   }
   const std::string log0 = ReadAll(dir + "/worker_0.log");
   EXPECT_NE(log0.find("START worker=0 model=mlp(6-5-3) device=cpu (OpenBLAS) "
-                      "consistency=sync steps_per_epoch=6 epochs=2 "
+                      "consistency=sync push_scale=1 steps_per_epoch=6 epochs=2 "
                       "batch_size=8 examples=48"),
             std::string::npos)
       << log0;

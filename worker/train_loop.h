@@ -19,7 +19,8 @@
 //
 // Progress lines (one per line on stdout, flushed; keys are stable and the
 // launcher parses them):
-//   START worker=0 model=mlp(784-256-128-10) device=cpu steps_per_epoch=468
+//   START worker=0 model=mlp(784-256-128-10) device=cpu consistency=sync
+//         push_scale=1 steps_per_epoch=468
 //         epochs=3 batch_size=64 examples=30000
 //   PROGRESS worker=0 epoch=1 step=120 loss=0.5100 samples_per_s=10234.5
 //            time_s=3.210
