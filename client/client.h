@@ -169,6 +169,14 @@ class Client {
 
   virtual absl::StatusOr<std::vector<ShardStats>> GetStats() = 0;
 
+  // Asks every shard to write its checkpoint now (in parallel) and waits
+  // until each is durable, up to client.rpc_timeout_ms. Returns each shard's
+  // checkpoint file, in shard order. Errors name the server:
+  // FAILED_PRECONDITION when a server has no server.checkpoint_dir,
+  // UNIMPLEMENTED from a server without checkpoint support, UNAVAILABLE when
+  // a server cannot be reached or does not finish in time.
+  virtual absl::StatusOr<std::vector<std::string>> Checkpoint() = 0;
+
   virtual int num_servers() const = 0;
   virtual int worker_id() const = 0;
 };

@@ -64,6 +64,7 @@ class ClientImpl final : public Client {
   absl::Status Barrier() override;
 
   absl::StatusOr<std::vector<ShardStats>> GetStats() override;
+  absl::StatusOr<std::vector<std::string>> Checkpoint() override;
 
   int num_servers() const override {
     return static_cast<int>(connections_.size());
