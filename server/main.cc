@@ -2,12 +2,16 @@
 //
 //   ps_server --config FILE [--index I] [--listen HOST:PORT]
 //             [--port_file PATH] [--log_level LEVEL]
+//             [--metrics_port N] [--metrics_port_file PATH]
 //
 // --index defaults to $PS_SERVER_INDEX, else the trailing ordinal of
 // $HOSTNAME (Kubernetes StatefulSet pod "ps-server-3" -> 3). --listen
 // overrides the bind address (default 0.0.0.0:<port of servers[I]>); port 0
 // lets the OS pick, and --port_file receives the bound port (written to a
 // temporary file, then renamed, so a reader never sees a partial file).
+// Prometheus metrics are served on --metrics_port (default: the config's
+// server.metrics_port; -1 off, 0 OS-picked) at the listen host; the bound
+// port is logged and, with --metrics_port_file, written like --port_file.
 //
 // Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
 // command line or config; 1 when the server cannot start.
@@ -41,6 +45,12 @@ ABSL_FLAG(std::string, listen, "",
           "port 0 = OS-picked");
 ABSL_FLAG(std::string, port_file, "",
           "if set, the bound port is written to this file (atomically)");
+ABSL_FLAG(int, metrics_port, -2,
+          "Prometheus metrics port (-1 off, 0 OS-picked); default: the "
+          "config's server.metrics_port");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "if set, the bound metrics port is written to this file "
+          "(atomically); requires metrics to be on");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off; default: the config's "
           "log_level");
@@ -105,7 +115,8 @@ int Fail(int code, const std::string& message) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ps_server --config FILE [--index I] [--listen HOST:PORT] "
-      "[--port_file PATH] [--log_level LEVEL]");
+      "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
+      "[--metrics_port_file PATH]");
   absl::ParseCommandLine(argc, argv);
 
   // Signals are taken synchronously by sigwait() below; block them before
@@ -140,6 +151,22 @@ int main(int argc, char** argv) {
 
   ps::ServerRunOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
+  const int metrics_port_flag = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port_flag != -2) {
+    if (metrics_port_flag < -1 || metrics_port_flag > 65535) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--metrics_port=", metrics_port_flag,
+                               " is outside [-1, 65535]"));
+    }
+    options.metrics_port = metrics_port_flag;
+  }
+  const std::string metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!metrics_port_file.empty() &&
+      options.metrics_port.value_or(config->server.metrics_port) < 0) {
+    return Fail(kExitUsage,
+                "--metrics_port_file needs metrics on (server.metrics_port "
+                "or --metrics_port >= 0)");
+  }
   absl::StatusOr<std::unique_ptr<ps::ParameterServerProcess>> server =
       ps::ParameterServerProcess::Create(*config, *index, options);
   if (!server.ok()) {
@@ -150,6 +177,17 @@ int main(int argc, char** argv) {
   if (!port.ok()) {
     spdlog::critical("cannot start server: {}", port.status().ToString());
     return Fail(kExitStartFailure, port.status().ToString());
+  }
+  // The metrics port file first: a reader that sees the port file may rely
+  // on the metrics port file being there too.
+  if (!metrics_port_file.empty()) {
+    if (absl::Status s =
+            WritePortFile(metrics_port_file, (*server)->metrics_port());
+        !s.ok()) {
+      spdlog::critical("{}", s.ToString());
+      (*server)->Stop();
+      return Fail(kExitStartFailure, s.ToString());
+    }
   }
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {

@@ -96,6 +96,13 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   ASSIGN_OR_RETURN(process->shard_,
                    Shard::Create(config, static_cast<uint32_t>(shard_index),
                                  std::move(backend), process->executor_.get()));
+  MetricsSources sources;
+  Shard* const shard = process->shard_.get();
+  sources.stats = [shard] { return shard->GetStats(); };
+  sources.info = [shard] { return shard->GetShardInfo(); };
+  process->metrics_ = std::make_unique<ServerMetrics>(
+      static_cast<uint32_t>(shard_index), std::move(sources));
+  shard->set_metrics(process->metrics_.get());
   process->service_ = std::make_unique<ParameterServerService>(
       process->shard_.get(), config.auth_token);
   return process;
@@ -116,6 +123,16 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeCredentials(config_.tls));
+  const int metrics_port =
+      options_.metrics_port.value_or(config_.server.metrics_port);
+  if (metrics_port >= 0) {
+    // The host part of the gRPC listen address ("[::]" stays bracketed).
+    const std::string host =
+        listen_address_.substr(0, listen_address_.rfind(':'));
+    ASSIGN_OR_RETURN(int bound, metrics_->StartExporter(host, metrics_port));
+    spdlog::info("shard {}: Prometheus metrics on http://{}:{}/metrics",
+                 shard_index_, host, bound);
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -130,6 +147,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   if (server_ == nullptr || port == 0) {
     if (server_ != nullptr) server_->Shutdown();
     server_.reset();
+    metrics_->StopExporter();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen_address_));
   }
@@ -180,6 +198,7 @@ void ParameterServerProcess::Stop() {
   }
   // Tasks still queued complete (their streams are gone: replies are dropped).
   if (executor_ != nullptr) executor_->Stop();
+  if (metrics_ != nullptr) metrics_->StopExporter();
   spdlog::info("shard {} stopped", shard_index_);
   absl::MutexLock lock(&mu_);
   stopped_ = true;

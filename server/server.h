@@ -16,6 +16,7 @@
 #define PS_SERVER_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -25,6 +26,7 @@
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
 #include "server/executor.h"
+#include "server/metrics.h"
 #include "server/service.h"
 #include "server/shard.h"
 
@@ -36,6 +38,10 @@ struct ServerRunOptions {
   std::string listen_address;
   // How long Stop() lets in-flight RPCs finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // Prometheus metrics port; unset = config.server.metrics_port (-1: no
+  // metrics endpoint, 0: OS-picked). The endpoint binds the host of the
+  // listen address.
+  std::optional<int> metrics_port;
 };
 
 class ParameterServerProcess {
@@ -63,6 +69,12 @@ class ParameterServerProcess {
 
   Shard* shard() { return shard_.get(); }
   int port() const;
+  // The bound metrics port, or -1 when metrics are off / not serving.
+  int metrics_port() const { return metrics_->exporter_port(); }
+  // Never null; lives as long as the process object (so code that takes
+  // checkpoints can call SetLastCheckpointTime() whether or not the metrics
+  // endpoint is on).
+  ServerMetrics* metrics() { return metrics_.get(); }
 
  private:
   ParameterServerProcess(const ClusterConfig& config, int shard_index,
@@ -74,6 +86,8 @@ class ParameterServerProcess {
   std::string listen_address_;
 
   std::unique_ptr<Executor> executor_;
+  // Before shard_: the shard records into it until destroyed.
+  std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<Shard> shard_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;

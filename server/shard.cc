@@ -276,6 +276,16 @@ proto::StatsResponse Shard::GetStats() const {
 
 void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
                        DataDone done) {
+  if (metrics_ != nullptr) {
+    // Recorded before the reply is handed on, so a client that has its
+    // answer also sees it counted.
+    done = [metrics = metrics_, op = request->op(),
+            start = metrics_->DataRequestStarted(),
+            done = std::move(done)](proto::DataResponse response) {
+      metrics->DataRequestFinished(op, response.status_code(), start);
+      done(std::move(response));
+    };
+  }
   auto shared_done = std::make_shared<DataDone>(std::move(done));
   if (!executor_->Schedule([this, request, shared_done] {
         ProcessData(request, *shared_done);

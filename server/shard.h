@@ -35,6 +35,7 @@
 #include "common/config.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
+#include "server/metrics.h"
 #include "server/shard_table.h"
 #include "server/wait_list.h"
 #include "server/worker_registry.h"
@@ -109,6 +110,12 @@ class Shard {
   // Number of parked operations (tests).
   int64_t NumWaitingForTesting() const { return waits_.size(); }
 
+  // Data-path metrics (see metrics.h); null (the default) records none.
+  // REQUIRES: called before Start() and before the first request;
+  // `metrics` outlives the Shard.
+  void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  ServerMetrics* metrics() const { return metrics_; }
+
  private:
   Shard(const ClusterConfig& config, uint32_t shard_index,
         std::unique_ptr<UpdateBackend> backend, Executor* executor);
@@ -146,6 +153,9 @@ class Shard {
   absl::Mutex monitor_mu_;
   bool stopping_ ABSL_GUARDED_BY(monitor_mu_) = false;
   std::thread monitor_ ABSL_GUARDED_BY(monitor_mu_);
+
+  // Set before serving (set_metrics), constant afterwards.
+  ServerMetrics* metrics_ = nullptr;
 };
 
 }  // namespace ps

@@ -1,0 +1,382 @@
+#include "deploy/ctl/ctl.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/config.h"
+#include "deploy/ctl/health_probe.h"
+
+namespace ps::ctl {
+namespace {
+
+// Columns padded to their widest cell, two spaces apart.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) {
+    rows_.push_back(std::move(header));
+  }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print(std::ostream& out) const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      width.resize(std::max(width.size(), row.size()), 0);
+      for (size_t i = 0; i < row.size(); ++i) {
+        width[i] = std::max(width[i], row[i].size());
+      }
+    }
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += row[i];
+        if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+struct Probe {
+  std::string address;
+  absl::StatusOr<Health> health;
+};
+
+const char* HealthName(const absl::StatusOr<Health>& health) {
+  if (!health.ok()) return "UNREACHABLE";
+  return *health == Health::kServing ? "SERVING" : "NOT_SERVING";
+}
+
+// Probes every server in parallel.
+std::vector<Probe> ProbeAll(const CtlOptions& options) {
+  const std::vector<std::string>& servers = options.client.servers;
+  std::vector<Probe> probes(servers.size(),
+                            Probe{"", absl::UnknownError("not probed")});
+  std::vector<std::thread> threads;
+  threads.reserve(servers.size());
+  for (size_t i = 0; i < servers.size(); ++i) {
+    probes[i].address = servers[i];
+    threads.emplace_back([&options, &probes, i] {
+      probes[i].health = ProbeHealth(probes[i].address, options.client.tls,
+                                     options.timeout);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return probes;
+}
+
+// Reports shards that are not serving. Returns true if all are.
+bool ReportProbes(const CtlOptions& options, const std::vector<Probe>& probes,
+                  std::ostream& out, std::ostream& err) {
+  bool all_serving = true;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const Probe& p = probes[i];
+    if (!p.health.ok()) {
+      all_serving = false;
+      err << "ps_ctl: shard " << i << ": " << p.health.status().message()
+          << "\n";
+    } else if (*p.health != Health::kServing) {
+      all_serving = false;
+      err << "ps_ctl: shard " << i << ": server " << p.address
+          << " is up but NOT_SERVING (starting, restoring or shutting down)\n";
+    }
+  }
+  if (all_serving) return true;
+  // The status command still shows which shards are fine.
+  if (options.command == "status") {
+    if (options.json) {
+      std::vector<std::string> shards;
+      for (size_t i = 0; i < probes.size(); ++i) {
+        std::string shard = absl::StrCat(
+            "{\"shard\":", i, ",\"address\":", JsonString(probes[i].address),
+            ",\"health\":\"", HealthName(probes[i].health), "\"");
+        if (!probes[i].health.ok()) {
+          absl::StrAppend(&shard, ",\"error\":",
+                          JsonString(std::string(
+                              probes[i].health.status().message())));
+        }
+        shards.push_back(shard + "}");
+      }
+      out << "{\"ok\":false,\"shards\":[" << absl::StrJoin(shards, ",")
+          << "]}\n";
+    } else {
+      TextTable table({"SHARD", "ADDRESS", "HEALTH"});
+      for (size_t i = 0; i < probes.size(); ++i) {
+        table.Add({absl::StrCat(i), probes[i].address,
+                   HealthName(probes[i].health)});
+      }
+      table.Print(out);
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(
+    const CtlOptions& options, absl::Duration rpc_timeout) {
+  ClientOptions client = options.client;
+  client.worker_id = -1;
+  client.client.rpc_timeout_ms =
+      std::max<int64_t>(absl::ToInt64Milliseconds(rpc_timeout), 1);
+  return Client::Connect(client);
+}
+
+int Fail(std::ostream& err, const absl::Status& status) {
+  err << "ps_ctl: " << status.message() << "\n";
+  return kExitError;
+}
+
+std::string TableSize(const TableInfo& t) {
+  return t.kind == TableKind::kDense ? absl::StrCat(t.size)
+                                     : absl::StrCat("dim ", t.dim);
+}
+
+int Status(const CtlOptions& options, const std::vector<Probe>& probes,
+           Client& client, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
+  if (!stats.ok()) return Fail(err, stats.status());
+  const std::vector<TableInfo> tables = client.ListTables();
+  std::map<std::string, const TableInfo*> by_name;
+  for (const TableInfo& t : tables) by_name[t.name] = &t;
+
+  if (options.json) {
+    std::vector<std::string> table_json;
+    for (const TableInfo& t : tables) {
+      table_json.push_back(absl::StrCat(
+          "{\"name\":", JsonString(t.name), ",\"table_id\":", t.table_id,
+          ",\"kind\":\"", TableKindName(t.kind), "\",\"consistency\":\"",
+          ConsistencyName(t.consistency), "\",\"size\":", t.size,
+          ",\"dim\":", t.dim, ",\"staleness\":", t.staleness, "}"));
+    }
+    std::vector<std::string> shard_json;
+    for (size_t i = 0; i < stats->size(); ++i) {
+      const ShardStats& s = (*stats)[i];
+      std::vector<std::string> ts, ws;
+      for (const ShardStats::Table& t : s.tables) {
+        ts.push_back(absl::StrCat(
+            "{\"name\":", JsonString(t.name), ",\"version\":", t.version,
+            ",\"step\":", t.step, ",\"num_elements\":", t.num_elements,
+            ",\"num_rows\":", t.num_rows, "}"));
+      }
+      for (const ShardStats::Worker& w : s.workers) {
+        ws.push_back(absl::StrCat("{\"worker_id\":", w.worker_id,
+                                  ",\"clock\":", w.clock, ",\"live\":",
+                                  w.live ? "true" : "false", "}"));
+      }
+      shard_json.push_back(absl::StrCat(
+          "{\"shard\":", s.shard_index, ",\"address\":", JsonString(s.address),
+          ",\"health\":\"", HealthName(probes[i].health), "\",\"tables\":[",
+          absl::StrJoin(ts, ","), "],\"workers\":[", absl::StrJoin(ws, ","),
+          "]}"));
+    }
+    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(table_json, ",")
+        << "],\"shards\":[" << absl::StrJoin(shard_json, ",") << "]}\n";
+    return kExitOk;
+  }
+
+  TextTable shards({"SHARD", "ADDRESS", "HEALTH", "TABLES", "LIVE_WORKERS"});
+  for (size_t i = 0; i < stats->size(); ++i) {
+    const ShardStats& s = (*stats)[i];
+    const int64_t live = std::count_if(
+        s.workers.begin(), s.workers.end(),
+        [](const ShardStats::Worker& w) { return w.live; });
+    shards.Add({absl::StrCat(s.shard_index), s.address,
+                HealthName(probes[i].health), absl::StrCat(s.tables.size()),
+                absl::StrCat(live, "/", s.workers.size())});
+  }
+  shards.Print(out);
+  out << "\n";
+  TextTable table_rows({"TABLE", "ID", "KIND", "CONSISTENCY", "SIZE", "SHARD",
+                        "VERSION", "STEP", "ELEMENTS", "ROWS"});
+  for (const TableInfo& t : tables) {
+    for (const ShardStats& s : *stats) {
+      for (const ShardStats::Table& st : s.tables) {
+        if (st.name != t.name) continue;
+        table_rows.Add({t.name, absl::StrCat(t.table_id), TableKindName(t.kind),
+                        ConsistencyName(t.consistency), TableSize(t),
+                        absl::StrCat(s.shard_index), absl::StrCat(st.version),
+                        absl::StrCat(st.step), absl::StrCat(st.num_elements),
+                        absl::StrCat(st.num_rows)});
+      }
+    }
+  }
+  table_rows.Print(out);
+  bool any_worker = false;
+  for (const ShardStats& s : *stats) any_worker |= !s.workers.empty();
+  if (any_worker) {
+    out << "\n";
+    TextTable workers({"WORKER", "SHARD", "CLOCK", "LIVE"});
+    for (const ShardStats& s : *stats) {
+      for (const ShardStats::Worker& w : s.workers) {
+        workers.Add({absl::StrCat(w.worker_id), absl::StrCat(s.shard_index),
+                     absl::StrCat(w.clock), w.live ? "yes" : "no"});
+      }
+    }
+    workers.Print(out);
+  }
+  return kExitOk;
+}
+
+int Stats(const CtlOptions& options, Client& client, std::ostream& out,
+          std::ostream& err) {
+  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
+  if (!stats.ok()) return Fail(err, stats.status());
+  // Per table name: the shards' rows, in shard order.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::pair<uint32_t, ShardStats::Table>>>
+      rows;
+  for (const TableInfo& t : client.ListTables()) names.push_back(t.name);
+  for (const ShardStats& s : *stats) {
+    for (const ShardStats::Table& t : s.tables) {
+      if (!rows.count(t.name) &&
+          std::find(names.begin(), names.end(), t.name) == names.end()) {
+        names.push_back(t.name);
+      }
+      rows[t.name].emplace_back(s.shard_index, t);
+    }
+  }
+  auto sum = [&](const std::string& name) {
+    ShardStats::Table total;
+    total.name = name;
+    for (const auto& [shard, t] : rows[name]) {
+      total.pushes += t.pushes;
+      total.pulls += t.pulls;
+      total.bytes_in += t.bytes_in;
+      total.bytes_out += t.bytes_out;
+      total.version += t.version;
+    }
+    return total;
+  };
+  auto counters_json = [](const ShardStats::Table& t) {
+    return absl::StrCat("\"pushes\":", t.pushes, ",\"pulls\":", t.pulls,
+                        ",\"bytes_in\":", t.bytes_in, ",\"bytes_out\":",
+                        t.bytes_out, ",\"updates\":", t.version);
+  };
+  if (options.json) {
+    std::vector<std::string> tables;
+    for (const std::string& name : names) {
+      std::vector<std::string> shards;
+      for (const auto& [shard, t] : rows[name]) {
+        shards.push_back(
+            absl::StrCat("{\"shard\":", shard, ",", counters_json(t), "}"));
+      }
+      tables.push_back(absl::StrCat("{\"name\":", JsonString(name), ",",
+                                    counters_json(sum(name)), ",\"shards\":[",
+                                    absl::StrJoin(shards, ","), "]}"));
+    }
+    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(tables, ",") << "]}\n";
+    return kExitOk;
+  }
+  TextTable table({"TABLE", "SHARD", "PUSHES", "PULLS", "BYTES_IN",
+                   "BYTES_OUT", "UPDATES"});
+  auto add = [&table](const std::string& name, const std::string& shard,
+                      const ShardStats::Table& t) {
+    table.Add({name, shard, absl::StrCat(t.pushes), absl::StrCat(t.pulls),
+               absl::StrCat(t.bytes_in), absl::StrCat(t.bytes_out),
+               absl::StrCat(t.version)});
+  };
+  for (const std::string& name : names) {
+    for (const auto& [shard, t] : rows[name]) add(name, absl::StrCat(shard), t);
+    add(name, "all", sum(name));
+  }
+  table.Print(out);
+  return kExitOk;
+}
+
+int Checkpoint(const CtlOptions& options, Client& client, std::ostream& out,
+               std::ostream& err) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::string>> paths = client.Checkpoint();
+  if (!paths.ok()) return Fail(err, paths.status());
+  const int64_t ms = absl::ToInt64Milliseconds(absl::Now() - start);
+  const std::vector<std::string>& servers = options.client.servers;
+  if (options.json) {
+    std::vector<std::string> shards;
+    for (size_t i = 0; i < paths->size(); ++i) {
+      shards.push_back(absl::StrCat("{\"shard\":", i, ",\"address\":",
+                                    JsonString(servers[i]), ",\"path\":",
+                                    JsonString((*paths)[i]), "}"));
+    }
+    out << "{\"ok\":true,\"duration_ms\":" << ms << ",\"checkpoints\":["
+        << absl::StrJoin(shards, ",") << "]}\n";
+    return kExitOk;
+  }
+  TextTable table({"SHARD", "ADDRESS", "CHECKPOINT"});
+  for (size_t i = 0; i < paths->size(); ++i) {
+    table.Add({absl::StrCat(i), servers[i], (*paths)[i]});
+  }
+  table.Print(out);
+  out << "checkpointed " << paths->size() << " shards in " << ms << " ms\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string JsonString(const std::string& text) {
+  std::string json = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        json += "\\\"";
+        break;
+      case '\\':
+        json += "\\\\";
+        break;
+      case '\n':
+        json += "\\n";
+        break;
+      case '\r':
+        json += "\\r";
+        break;
+      case '\t':
+        json += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x",
+                        static_cast<unsigned>(static_cast<unsigned char>(c)));
+          json += escaped;
+        } else {
+          json += c;
+        }
+    }
+  }
+  return json + "\"";
+}
+
+int RunCommand(const CtlOptions& options, std::ostream& out,
+               std::ostream& err) {
+  if (options.command != "status" && options.command != "stats" &&
+      options.command != "checkpoint") {
+    err << "ps_ctl: unknown command '" << options.command
+        << "' (expected status, stats or checkpoint)\n";
+    return kExitUsage;
+  }
+  if (options.client.servers.empty()) {
+    err << "ps_ctl: no servers (pass --config FILE or --servers a,b)\n";
+    return kExitUsage;
+  }
+  const std::vector<Probe> probes = ProbeAll(options);
+  if (!ReportProbes(options, probes, out, err)) return kExitError;
+
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectClient(
+      options, options.command == "checkpoint" ? options.checkpoint_timeout
+                                               : options.timeout);
+  if (!client.ok()) return Fail(err, client.status());
+  if (options.command == "status") {
+    return Status(options, probes, **client, out, err);
+  }
+  if (options.command == "stats") return Stats(options, **client, out, err);
+  return Checkpoint(options, **client, out, err);
+}
+
+}  // namespace ps::ctl
