@@ -34,6 +34,7 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "server/server.h"
+#include "server/service.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config YAML file (required)");
@@ -118,6 +119,10 @@ int main(int argc, char** argv) {
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
       "[--metrics_port_file PATH]");
   absl::ParseCommandLine(argc, argv);
+  // Before any thread starts: message-sized buffers are reused, not mmapped.
+  if (!ps::TuneAllocatorForLargeMessages()) {
+    std::fprintf(stderr, "ps_server: warning: malloc tuning refused\n");
+  }
 
   // Signals are taken synchronously by sigwait() below; block them before
   // any thread starts so every thread inherits the mask.
