@@ -57,6 +57,9 @@ class LocalCluster {
   absl::Status RestartServer(int i);
   // Contents of server `i`'s log file.
   std::string ServerLog(int i) const;
+  // Process id of server `i` (-1 when it is not running), e.g. to read its
+  // /proc/<pid>/status.
+  pid_t server_pid(int i) const { return pids_[i]; }
 
  private:
   LocalCluster() = default;
