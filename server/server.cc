@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/backend/update_backend.h"
+#include "common/partition.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -105,6 +106,31 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   shard->set_metrics(process->metrics_.get());
   process->service_ = std::make_unique<ParameterServerService>(
       process->shard_.get(), config.auth_token);
+  if (!config.server.checkpoint_dir.empty()) {
+    // Restored before the port is bound, so nothing is served (and health
+    // never says SERVING) from the initial values of a shard that has a
+    // checkpoint.
+    CheckpointerOptions checkpoints;
+    checkpoints.root = config.server.checkpoint_dir;
+    checkpoints.interval = absl::Seconds(config.server.checkpoint_interval_s);
+    ServerMetrics* metrics = process->metrics_.get();
+    checkpoints.on_written = [metrics](const CheckpointInfo&) {
+      metrics->SetLastCheckpointTime();
+    };
+    process->checkpointer_ = std::make_unique<Checkpointer>(
+        shard,
+        PartitionFingerprint(static_cast<uint32_t>(config.servers.size()),
+                             config.tables),
+        checkpoints);
+    ASSIGN_OR_RETURN(std::string restored,
+                     process->checkpointer_->RestoreLatest());
+    if (restored.empty()) {
+      spdlog::info("shard {}: no checkpoint in {}; starting from the initial "
+                   "values",
+                   shard_index, process->checkpointer_->shard_dir());
+    }
+    process->service_->SetCheckpointer(process->checkpointer_.get());
+  }
   return process;
 }
 
@@ -152,6 +178,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
         absl::StrCat("cannot listen on ", listen_address_));
   }
   shard_->Start();
+  if (checkpointer_ != nullptr) checkpointer_->Start();
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   if (health != nullptr) {
     health->SetServingStatus("", true);
@@ -198,6 +225,24 @@ void ParameterServerProcess::Stop() {
   }
   // Tasks still queued complete (their streams are gone: replies are dropped).
   if (executor_ != nullptr) executor_->Stop();
+  if (checkpointer_ != nullptr) {
+    checkpointer_->Stop();
+    bool started;
+    {
+      absl::MutexLock lock(&mu_);
+      started = started_;
+    }
+    // Every answered request is in it: nothing is lost by a clean restart
+    // (except the pushes of a sync step that was still open; logged).
+    if (started) {
+      absl::StatusOr<CheckpointInfo> info =
+          checkpointer_->WriteNow(absl::ZeroDuration());
+      if (!info.ok()) {
+        spdlog::error("shard {}: final checkpoint failed: {}", shard_index_,
+                      info.status().ToString());
+      }
+    }
+  }
   if (metrics_ != nullptr) metrics_->StopExporter();
   spdlog::info("shard {} stopped", shard_index_);
   absl::MutexLock lock(&mu_);

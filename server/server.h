@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
+#include "server/checkpoint.h"
 #include "server/executor.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -89,6 +90,8 @@ class ParameterServerProcess {
   // Before shard_: the shard records into it until destroyed.
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<Shard> shard_;
+  // Null without server.checkpoint_dir. Before service_, which uses it.
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
 

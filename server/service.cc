@@ -391,6 +391,34 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStats(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
+    grpc::CallbackServerContext* context, const proto::CheckpointRequest*,
+    proto::CheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status s = CheckAuth(context); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
+  if (checkpointer_ == nullptr) {
+    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(
+        "checkpoints are off: the cluster config has no "
+        "server.checkpoint_dir")));
+    return reactor;
+  }
+  checkpointer_->Request(
+      [reactor, response](absl::StatusOr<CheckpointInfo> info) {
+        if (!info.ok()) {
+          reactor->Finish(ToGrpcStatus(info.status()));
+          return;
+        }
+        response->set_path(info->path);
+        response->set_bytes(info->bytes);
+        response->set_duration_ms(absl::ToInt64Milliseconds(info->duration));
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
 grpc::ServerBidiReactor<proto::DataRequest, proto::DataResponse>*
 ParameterServerService::DataStream(grpc::CallbackServerContext* context) {
   return new DataStreamReactor(shard_, &streams_, CheckAuth(context));

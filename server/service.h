@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/checkpoint.h"
 #include "server/shard.h"
 
 namespace ps {
@@ -75,6 +76,13 @@ class ParameterServerService final
   // not wait out its deadline on idle streams.
   void BeginShutdown() { streams_.Shutdown(); }
 
+  // The shard's checkpointer for the Checkpoint RPC (null, the default:
+  // FAILED_PRECONDITION, no checkpoint_dir). REQUIRES: set before serving;
+  // `checkpointer` outlives every call.
+  void SetCheckpointer(Checkpointer* checkpointer) {
+    checkpointer_ = checkpointer;
+  }
+
   grpc::ServerUnaryReactor* GetShardInfo(
       grpc::CallbackServerContext* context,
       const proto::ShardInfoRequest* request,
@@ -100,6 +108,12 @@ class ParameterServerService final
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const proto::StatsRequest* request,
                                      proto::StatsResponse* response) override;
+  // Queues a checkpoint on the checkpointer's thread (never blocks a gRPC
+  // thread) and answers once it is durable.
+  grpc::ServerUnaryReactor* Checkpoint(
+      grpc::CallbackServerContext* context,
+      const proto::CheckpointRequest* request,
+      proto::CheckpointResponse* response) override;
   grpc::ServerBidiReactor<proto::DataRequest, proto::DataResponse>*
   DataStream(grpc::CallbackServerContext* context) override;
 
@@ -109,6 +123,7 @@ class ParameterServerService final
   Shard* const shard_;
   const std::string expected_authorization_;  // "" = no token required
   StreamRegistry streams_;
+  Checkpointer* checkpointer_ = nullptr;  // set before serving
 };
 
 }  // namespace ps

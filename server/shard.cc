@@ -66,6 +66,7 @@ absl::Status Shard::AddTable(const TableConfig& table) {
   options.num_shards = num_shards_;
   options.num_workers = num_workers_;
   options.reject_non_finite = options_.reject_non_finite;
+  options.dedup_window = options_.dedup_window;
   absl::StatusOr<std::unique_ptr<ShardTable>> created = ShardTable::Create(
       table, options, backend_.get(), registry_.FloorClock());
   if (!created.ok()) {
@@ -109,6 +110,8 @@ void Shard::MonitorLoop() {
 }
 
 void Shard::CheckLiveness(absl::Time now) {
+  // Dedup windows of clients idle for dedup_idle_timeout are forgotten too.
+  for (ShardTable* table : AllTables()) table->EvictIdleClients(now);
   const std::vector<int> evicted = registry_.EvictExpired(now);
   if (evicted.empty()) return;
   for (int w : evicted) {
@@ -264,6 +267,62 @@ void Shard::Barrier(int64_t worker_id, uint64_t generation,
       })) {
     (*shared_resume)(absl::OkStatus());
   }
+}
+
+absl::StatusOr<ShardState> Shard::Snapshot(absl::Duration sync_wait) {
+  ShardState state;
+  state.shard_index = shard_index_;
+  state.num_shards = num_shards_;
+  for (ShardTable* table : AllTables()) {
+    absl::StatusOr<TableState> copy = table->Snapshot(sync_wait);
+    if (!copy.ok()) {
+      return absl::Status(copy.status().code(),
+                          absl::StrCat("copying table '",
+                                       table->config().name, "': ",
+                                       copy.status().message()));
+    }
+    if (copy->dropped_open_step_pushes > 0) {
+      spdlog::warn(
+          "shard {}: table '{}': sync step {} was still open; the copy "
+          "leaves out its {} pushes",
+          shard_index_, table->config().name, copy->steps,
+          copy->dropped_open_step_pushes);
+    }
+    state.tables.push_back(*std::move(copy));
+  }
+  registry_.ExportState(&state.workers, &state.floor_clock,
+                        &state.barriers_completed);
+  return state;
+}
+
+absl::Status Shard::Restore(const ShardState& state) {
+  for (const TableState& saved : state.tables) {
+    ShardTable* table = FindTable(saved.config.table_id);
+    if (table == nullptr) {
+      absl::MutexLock lock(&tables_mu_);
+      if (table_ids_.contains(saved.config.name)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "checkpointed table '", saved.config.name, "' has id ",
+            saved.config.table_id, "; the configured one has id ",
+            table_ids_.at(saved.config.name)));
+      }
+      RETURN_IF_ERROR(AddTable(saved.config));
+      table = tables_.at(saved.config.table_id).get();
+    }
+    absl::Status s = table->Restore(saved);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("restoring table '",
+                                                 saved.config.name, "': ",
+                                                 s.message()));
+    }
+  }
+  absl::Status s = registry_.ImportState(state.workers, state.floor_clock,
+                                         state.barriers_completed);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("restoring worker clocks: ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 proto::StatsResponse Shard::GetStats() const {

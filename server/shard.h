@@ -35,6 +35,7 @@
 #include "common/config.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
+#include "server/shard_state.h"
 #include "server/metrics.h"
 #include "server/shard_table.h"
 #include "server/wait_list.h"
@@ -104,8 +105,24 @@ class Shard {
                   DataDone done);
 
   // One liveness check at `now` (the monitor calls it periodically): evicts
-  // silent workers, then applies the sync steps they no longer block.
+  // silent workers, then applies the sync steps they no longer block; also
+  // forgets the dedup windows of clients idle since before now - 1 h.
   void CheckLiveness(absl::Time now);
+
+  // Checkpoints (checkpoint.h): a copy of every table (each consistent on
+  // its own, see ShardTable::Snapshot, with `sync_wait` for sync step
+  // boundaries) and of the worker clocks. Errors: the stores'.
+  absl::StatusOr<ShardState> Snapshot(absl::Duration sync_wait);
+
+  // Loads a copy into the shard. REQUIRES: before Start() and before any
+  // request. Tables missing from the config (created at run time) are
+  // created from their checkpointed specs. Errors: ShardTable::Restore's and
+  // WorkerRegistry::ImportState's, prefixed with the table.
+  absl::Status Restore(const ShardState& state);
+
+  ShardTable* FindTableForTesting(uint32_t table_id) const {
+    return FindTable(table_id);
+  }
 
   // Number of parked operations (tests).
   int64_t NumWaitingForTesting() const { return waits_.size(); }

@@ -79,7 +79,9 @@ ShardTable::ShardTable(const TableConfig& config,
       options_(options),
       owned_(owned),
       steps_(initial_step),
-      store_(std::move(store)) {}
+      store_(std::move(store)),
+      dedup_(DedupWindow::Options{options.dedup_window,
+                                  options.dedup_idle_timeout}) {}
 
 absl::Status ShardTable::Validate(const proto::DataRequest& request) const {
   const proto::Op op = request.op();
@@ -211,6 +213,24 @@ absl::Status ShardTable::Execute(const proto::DataRequest& request,
     ids = View<uint64_t>(request.keys(), &key_scratch);
   }
   absl::MutexLock lock(&mu_);
+  if (IsPush(request.op()) && request.client_id() != 0) {
+    DedupWindow::Applied original;
+    switch (dedup_.Check(request.client_id(), request.request_id(),
+                         &original)) {
+      case DedupWindow::Verdict::kNew:
+        break;
+      case DedupWindow::Verdict::kDuplicate:
+        return AnswerDuplicateLocked(request, ids, original, response);
+      case DedupWindow::Verdict::kTooOld:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "push request ", request.request_id(), " of client ",
+            absl::Hex(request.client_id()), " to table '", config_.name,
+            "' is older than the server's dedup window (",
+            options_.dedup_window,
+            " pushes per client); it may have been applied already, so it "
+            "is refused"));
+    }
+  }
   if (IsPush(request.op()) && config_.consistency == Consistency::kSync) {
     const int64_t step = steps();
     if (request.clock() != step) {
@@ -224,10 +244,31 @@ absl::Status ShardTable::Execute(const proto::DataRequest& request,
   }
   std::vector<uint64_t> rows;
   if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
-  if (IsPush(request.op())) RETURN_IF_ERROR(PushLocked(request, rows));
+  if (IsPush(request.op())) {
+    RETURN_IF_ERROR(PushLocked(request, rows));
+    dedup_.Record(request.client_id(),
+                  DedupWindow::Applied{request.request_id(), version_, steps()},
+                  absl::Now());
+  }
   if (IsPull(request.op())) RETURN_IF_ERROR(PullLocked(request, rows, response));
   response->set_version(version_);
   response->set_step(steps());
+  return absl::OkStatus();
+}
+
+absl::Status ShardTable::AnswerDuplicateLocked(
+    const proto::DataRequest& request, absl::Span<const uint64_t> ids,
+    const DedupWindow::Applied& original, proto::DataResponse* response) {
+  if (IsPull(request.op())) {
+    std::vector<uint64_t> rows;
+    if (config_.kind == TableKind::kSparse) {
+      RETURN_IF_ERROR(RowsFor(ids, &rows));
+    }
+    RETURN_IF_ERROR(PullLocked(request, rows, response));
+  }
+  ++duplicates_;
+  response->set_version(original.version);
+  response->set_step(original.step);
   return absl::OkStatus();
 }
 
@@ -277,6 +318,7 @@ absl::Status ShardTable::PushLocked(const proto::DataRequest& request,
       step_rows_.insert(rows.begin(), rows.end());
     }
     step_has_pushes_ = true;
+    ++step_push_count_;
     step_pushers_.insert(static_cast<uint32_t>(request.worker_id()));
   } else {
     // t of the logical push this chunk belongs to.
@@ -338,6 +380,7 @@ absl::StatusOr<int64_t> ShardTable::ApplyStepsUpTo(
       }
       ++version_;
       step_has_pushes_ = false;
+      step_push_count_ = 0;
       step_pushers_.clear();
       step_rows_.clear();
     }
@@ -359,6 +402,159 @@ void ShardTable::FillStats(proto::TableStats* stats) const {
   stats->set_pulls(pulls_);
   stats->set_bytes_in(bytes_in_);
   stats->set_bytes_out(bytes_out_);
+}
+
+bool ShardTable::OpenStepEmpty() const { return !step_has_pushes_; }
+
+absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
+  TableState state;
+  absl::MutexLock lock(&mu_);
+  const bool sync = config_.consistency == Consistency::kSync;
+  if (sync && step_has_pushes_ && sync_wait > absl::ZeroDuration()) {
+    // Wait for a step boundary: the open step's gradients live in the
+    // store's accumulator, which a copy cannot contain.
+    mu_.AwaitWithTimeout(absl::Condition(this, &ShardTable::OpenStepEmpty),
+                         sync_wait);
+  }
+  state.config = config_;
+  state.version = version_;
+  state.steps = steps();
+  state.pushes = pushes_;
+  state.pulls = pulls_;
+  state.bytes_in = bytes_in_;
+  state.bytes_out = bytes_out_;
+  const uint64_t n = store_->size();
+  state.values.resize(n);
+  if (n > 0) RETURN_IF_ERROR(store_->Read(0, absl::MakeSpan(state.values)));
+  state.slots.resize(store_->num_slots());
+  for (int slot = 0; slot < store_->num_slots(); ++slot) {
+    state.slots[slot].resize(n);
+    if (n > 0) {
+      RETURN_IF_ERROR(
+          store_->ReadSlot(slot, 0, absl::MakeSpan(state.slots[slot])));
+    }
+  }
+  if (config_.kind == TableKind::kSparse) {
+    state.rows.assign(rows_.begin(), rows_.end());
+    std::sort(state.rows.begin(), state.rows.end());
+  }
+  state.dedup = dedup_.Export();
+  if (sync && step_has_pushes_) {
+    // The open step is left out: so are its pushes' dedup entries, so a
+    // client that retries them after a restore has them applied.
+    const int64_t open = steps();
+    state.dropped_open_step_pushes = step_push_count_;
+    DedupWindow::DropFrom(&state.dedup,
+                          [open](const DedupWindow::Applied& a) {
+                            return a.step == open;
+                          });
+  }
+  return state;
+}
+
+absl::Status ShardTable::Restore(const TableState& state) {
+  const TableConfig& saved = state.config;
+  const bool dense = config_.kind == TableKind::kDense;
+  if (saved.table_id != config_.table_id || saved.name != config_.name ||
+      saved.kind != config_.kind ||
+      (dense ? saved.size != config_.size : saved.dim != config_.dim)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpointed table '", saved.name, "' (id ", saved.table_id, ", ",
+        TableKindName(saved.kind), ", ",
+        saved.kind == TableKind::kDense ? "size " : "dim ",
+        saved.kind == TableKind::kDense ? saved.size : saved.dim,
+        ") does not match the configured table '", config_.name, "' (id ",
+        config_.table_id, ", ", TableKindName(config_.kind), ", ",
+        dense ? "size " : "dim ", dense ? config_.size : config_.dim, ")"));
+  }
+  absl::MutexLock lock(&mu_);
+  const size_t slots = static_cast<size_t>(store_->num_slots());
+  if (state.slots.size() != slots || saved.optimizer.type != config_.optimizer.type) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", config_.name, "': the checkpoint holds optimizer '",
+        OptimizerTypeName(saved.optimizer.type), "' state (",
+        state.slots.size(), " slots) but the table is configured with '",
+        OptimizerTypeName(config_.optimizer.type), "' (", slots,
+        " slots)"));
+  }
+  const uint64_t n = state.values.size();
+  for (size_t s = 0; s < slots; ++s) {
+    if (state.slots[s].size() != n) {
+      return absl::DataLossError(absl::StrCat(
+          "table '", config_.name, "': optimizer slot ", s, " holds ",
+          state.slots[s].size(), " values for ", n, " parameters"));
+    }
+  }
+  absl::flat_hash_map<uint64_t, uint64_t> rows;
+  if (dense) {
+    if (n != store_->size()) {
+      return absl::DataLossError(absl::StrCat(
+          "table '", config_.name, "': the checkpoint holds ", n,
+          " values for a shard of ", store_->size(), " elements"));
+    }
+  } else {
+    const uint32_t dim = config_.dim;
+    if (store_->size() != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table '", config_.name, "' already has rows; restore needs a "
+          "fresh table"));
+    }
+    if (n % dim != 0 || state.rows.size() != n / dim) {
+      return absl::DataLossError(absl::StrCat(
+          "table '", config_.name, "': ", state.rows.size(), " row ids for ",
+          n, " values of rows of dim ", dim));
+    }
+    std::vector<bool> used(state.rows.size(), false);
+    rows.reserve(state.rows.size());
+    for (const auto& [id, row] : state.rows) {
+      if (row >= used.size() || used[row] || !rows.emplace(id, row).second) {
+        return absl::DataLossError(absl::StrCat(
+            "table '", config_.name, "': row map entry id ", id, " -> row ",
+            row, " is out of range or duplicated"));
+      }
+      used[row] = true;
+      const uint32_t owner = SparseShardOf(id, options_.num_shards);
+      if (owner != options_.shard_index) {
+        return absl::DataLossError(absl::StrCat(
+            "table '", config_.name, "': checkpointed id ", id,
+            " belongs to shard ", owner, ", not ", options_.shard_index));
+      }
+    }
+  }
+  if (dense) {
+    if (n > 0) RETURN_IF_ERROR(store_->Write(0, state.values));
+  } else if (n > 0) {
+    RETURN_IF_ERROR(store_->Append(state.values));
+  }
+  for (size_t s = 0; s < slots; ++s) {
+    if (n > 0) {
+      RETURN_IF_ERROR(store_->WriteSlot(static_cast<int>(s), 0, state.slots[s]));
+    }
+  }
+  rows_ = std::move(rows);
+  version_ = state.version;
+  steps_.store(config_.consistency == Consistency::kSync ? state.steps : 0,
+               std::memory_order_release);
+  pushes_ = state.pushes;
+  pulls_ = state.pulls;
+  bytes_in_ = state.bytes_in;
+  bytes_out_ = state.bytes_out;
+  step_has_pushes_ = false;
+  step_push_count_ = 0;
+  step_pushers_.clear();
+  step_rows_.clear();
+  dedup_.Import(state.dedup, absl::Now());
+  return absl::OkStatus();
+}
+
+void ShardTable::EvictIdleClients(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  dedup_.EvictIdle(now);
+}
+
+uint64_t ShardTable::duplicates_for_testing() const {
+  absl::MutexLock lock(&mu_);
+  return duplicates_;
 }
 
 }  // namespace ps

@@ -43,10 +43,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/backend/update_backend.h"
 #include "common/config.h"
 #include "common/partition.h"
 #include "proto/ps.pb.h"
+#include "server/dedup_window.h"
+#include "server/shard_state.h"
 
 namespace ps {
 
@@ -55,6 +58,9 @@ struct ShardTableOptions {
   uint32_t num_shards = 1;
   int num_workers = 1;
   bool reject_non_finite = true;  // NaN / Inf gradients: INVALID_ARGUMENT
+  // Exactly-once pushes (dedup_window.h): applied push ids kept per client.
+  int64_t dedup_window = 4096;
+  absl::Duration dedup_idle_timeout = absl::Hours(1);
 };
 
 class ShardTable {
@@ -92,6 +98,12 @@ class ShardTable {
   // (FAILED_PRECONDITION otherwise: the step was already applied, or is not
   // open yet). Nothing is changed when an error is returned before the
   // store is touched; backend errors are passed through.
+  // Exactly-once: a push (PUSH / PUSH_PULL) with client_id != 0 whose
+  // (client_id, request_id) this table already applied is not applied
+  // again; the response carries the original version and step (PUSH_PULL:
+  // plus the current values). A push whose id is older than the client's
+  // dedup window is refused with FAILED_PRECONDITION (it may have been
+  // applied already).
   absl::Status Execute(const proto::DataRequest& request,
                        proto::DataResponse* response);
 
@@ -109,10 +121,32 @@ class ShardTable {
 
   void FillStats(proto::TableStats* stats) const;
 
+  // A consistent copy of the table's durable state (shard_state.h), taken
+  // under the table's lock (updates pause while it is copied). A sync table
+  // whose open step has pushes waits up to `sync_wait` for that step to be
+  // applied and copies right after it; if it is not applied in time, the
+  // copy leaves the open step out: its pushes are neither in the values nor
+  // in the copy's dedup window (dropped_open_step_pushes counts them).
+  // Errors: the store's.
+  absl::StatusOr<TableState> Snapshot(absl::Duration sync_wait);
+
+  // Replaces the table's state with `state` (same table id, kind, size / dim
+  // and optimizer slot count, else FAILED_PRECONDITION; state of a shard of
+  // another size: DATA_LOSS). Meant for a table nobody uses yet.
+  absl::Status Restore(const TableState& state);
+
+  // Forgets the dedup windows of clients idle for dedup_idle_timeout.
+  void EvictIdleClients(absl::Time now);
+
+  // Retried pushes that were answered without applying them again.
+  uint64_t duplicates_for_testing() const;
+
  private:
   ShardTable(const TableConfig& config, const ShardTableOptions& options,
              std::unique_ptr<ParamStore> store, Range owned,
              int64_t initial_step);
+
+  bool OpenStepEmpty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Status ValidateDense(const proto::DataRequest& request,
                              bool push) const;
@@ -122,6 +156,12 @@ class ShardTable {
   // Row indexes of `ids` (sorted, unique, owned), creating missing rows.
   absl::Status RowsFor(absl::Span<const uint64_t> ids,
                        std::vector<uint64_t>* rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The answer to a push already applied: no update; a PUSH_PULL reads.
+  absl::Status AnswerDuplicateLocked(const proto::DataRequest& request,
+                                     absl::Span<const uint64_t> ids,
+                                     const DedupWindow::Applied& original,
+                                     proto::DataResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PushLocked(const proto::DataRequest& request,
                           absl::Span<const uint64_t> rows)
@@ -152,6 +192,12 @@ class ShardTable {
   uint64_t pulls_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t bytes_in_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t bytes_out_ ABSL_GUARDED_BY(mu_) = 0;
+  // Pushes applied (async) or accumulated (sync), per client.
+  DedupWindow dedup_ ABSL_GUARDED_BY(mu_);
+  // Retried pushes answered from the window.
+  uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sync: pushes accumulated into the open step.
+  uint64_t step_push_count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ps

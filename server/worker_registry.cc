@@ -138,6 +138,37 @@ bool WorkerRegistry::IsLive(int64_t worker_id) const {
   return workers_[worker_id].live;
 }
 
+void WorkerRegistry::ExportState(std::vector<WorkerState>* workers,
+                                 int64_t* floor_clock,
+                                 uint64_t* barriers_completed) const {
+  absl::MutexLock lock(&mu_);
+  workers->clear();
+  for (const Worker& w : workers_) {
+    workers->push_back(WorkerState{w.clock, w.barriers_arrived});
+  }
+  *floor_clock = floor_clock_;
+  *barriers_completed = barriers_completed_;
+}
+
+absl::Status WorkerRegistry::ImportState(
+    const std::vector<WorkerState>& workers, int64_t floor_clock,
+    uint64_t barriers_completed) {
+  if (static_cast<int>(workers.size()) != num_workers_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the checkpoint has ", workers.size(),
+                     " workers; the config has ", num_workers_));
+  }
+  absl::MutexLock lock(&mu_);
+  for (int i = 0; i < num_workers_; ++i) {
+    workers_[i].clock = workers[i].clock;
+    workers_[i].barriers_arrived = workers[i].barriers_arrived;
+  }
+  floor_clock_ = floor_clock;
+  barriers_completed_ = barriers_completed;
+  Recompute();
+  return absl::OkStatus();
+}
+
 void WorkerRegistry::FillStats(
     absl::Time now,
     google::protobuf::RepeatedPtrField<proto::WorkerStats>* out) const {

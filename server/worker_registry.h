@@ -37,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
+#include "server/shard_state.h"
 
 namespace ps {
 
@@ -85,6 +86,14 @@ class WorkerRegistry {
   absl::flat_hash_set<uint32_t> LiveWorkers() const;
 
   bool IsLive(int64_t worker_id) const;
+
+  // Clocks and barrier counts for a checkpoint: one WorkerState per worker.
+  void ExportState(std::vector<WorkerState>* workers, int64_t* floor_clock,
+                   uint64_t* barriers_completed) const;
+  // Restores them (checkpoint restore at start; liveness is untouched).
+  // INVALID_ARGUMENT when the worker count differs.
+  absl::Status ImportState(const std::vector<WorkerState>& workers,
+                           int64_t floor_clock, uint64_t barriers_completed);
 
   // Fills one WorkerStats per worker.
   void FillStats(absl::Time now,

@@ -1,0 +1,778 @@
+#include "server/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "common/status_macros.h"
+#include "server/table_spec.h"
+#include "spdlog/spdlog.h"
+#include "xxhash.h"
+
+namespace ps {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'S', 'C', 'K', 'P', 'T', '\r', '\n'};
+constexpr uint32_t kTagTable = 1;
+constexpr uint32_t kTagWorkers = 2;
+// magic, version, reserved, file size.
+constexpr uint64_t kPreambleBytes = 8 + 4 + 4 + 8;
+constexpr uint64_t kTrailerBytes = 8;
+constexpr char kPrefix[] = "ckpt-";
+constexpr char kSuffix[] = ".bin";
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// ------------------------------------------------------------------ encoding
+
+// Counts bytes (the first pass computes section and file lengths).
+class CountingSink {
+ public:
+  void Put(const void*, size_t n) { bytes_ += n; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t bytes_ = 0;
+};
+
+// Buffered file output that hashes what it writes. The first error sticks.
+class FileSink {
+ public:
+  FileSink(int fd, std::string path)
+      : fd_(fd), path_(std::move(path)), hash_(XXH64_createState()) {
+    XXH64_reset(hash_, 0);
+    buffer_.reserve(kBufferBytes);
+  }
+  ~FileSink() { XXH64_freeState(hash_); }
+
+  void Put(const void* data, size_t n) {
+    if (!status_.ok()) return;
+    XXH64_update(hash_, data, n);
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const size_t take = std::min(n, kBufferBytes - buffer_.size());
+      buffer_.append(p, take);
+      p += take;
+      n -= take;
+      if (buffer_.size() == kBufferBytes) Flush();
+    }
+  }
+  // Appends the checksum (not hashed) and flushes.
+  absl::Status Finish() {
+    const uint64_t digest = XXH64_digest(hash_);
+    if (status_.ok()) buffer_.append(reinterpret_cast<const char*>(&digest),
+                                     sizeof(digest));
+    Flush();
+    return status_;
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = 1 << 20;
+
+  void Flush() {
+    size_t done = 0;
+    while (status_.ok() && done < buffer_.size()) {
+      const ssize_t w = write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        status_ = absl::InternalError(
+            absl::StrCat("writing ", path_, ": ", ErrnoText(errno)));
+        break;
+      }
+      done += static_cast<size_t>(w);
+    }
+    buffer_.clear();
+  }
+
+  const int fd_;
+  const std::string path_;
+  XXH64_state_t* const hash_;
+  std::string buffer_;
+  absl::Status status_;
+};
+
+template <typename Sink, typename T>
+void PutPod(Sink* sink, T value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  sink->Put(&value, sizeof(value));
+}
+
+template <typename Sink>
+void PutFloats(Sink* sink, const std::vector<float>& values) {
+  PutPod<Sink, uint64_t>(sink, values.size());
+  if (!values.empty()) sink->Put(values.data(), values.size() * sizeof(float));
+}
+
+template <typename Sink>
+void EncodeTable(const TableState& t, Sink* sink) {
+  PutPod<Sink, uint32_t>(sink, t.config.table_id);
+  PutPod<Sink, uint64_t>(sink, t.version);
+  PutPod<Sink, int64_t>(sink, t.steps);
+  PutPod<Sink, uint64_t>(sink, t.pushes);
+  PutPod<Sink, uint64_t>(sink, t.pulls);
+  PutPod<Sink, uint64_t>(sink, t.bytes_in);
+  PutPod<Sink, uint64_t>(sink, t.bytes_out);
+  PutPod<Sink, uint64_t>(sink, t.dropped_open_step_pushes);
+  PutFloats(sink, t.values);
+  PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(t.slots.size()));
+  for (const std::vector<float>& slot : t.slots) PutFloats(sink, slot);
+  PutPod<Sink, uint64_t>(sink, t.rows.size());
+  for (const auto& [id, row] : t.rows) {
+    PutPod<Sink, uint64_t>(sink, id);
+    PutPod<Sink, uint64_t>(sink, row);
+  }
+  PutPod<Sink, uint64_t>(sink, t.dedup.size());
+  for (const DedupWindow::ClientWindow& w : t.dedup) {
+    PutPod<Sink, uint64_t>(sink, w.client_id);
+    PutPod<Sink, uint64_t>(sink, w.max_evicted_id);
+    PutPod<Sink, uint64_t>(sink, w.applied.size());
+    for (const DedupWindow::Applied& a : w.applied) {
+      PutPod<Sink, uint64_t>(sink, a.request_id);
+      PutPod<Sink, uint64_t>(sink, a.version);
+      PutPod<Sink, int64_t>(sink, a.step);
+    }
+  }
+}
+
+template <typename Sink>
+void EncodeWorkers(const ShardState& s, Sink* sink) {
+  PutPod<Sink, int64_t>(sink, s.floor_clock);
+  PutPod<Sink, uint64_t>(sink, s.barriers_completed);
+  PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(s.workers.size()));
+  for (const WorkerState& w : s.workers) {
+    PutPod<Sink, int64_t>(sink, w.clock);
+    PutPod<Sink, uint64_t>(sink, w.barriers_arrived);
+  }
+}
+
+template <typename Sink, typename Encode>
+void PutSection(Sink* sink, uint32_t tag, Encode encode) {
+  CountingSink count;
+  encode(&count);
+  PutPod<Sink, uint32_t>(sink, tag);
+  PutPod<Sink, uint64_t>(sink, count.bytes());
+  encode(sink);
+}
+
+// Everything but the trailing checksum. `file_size` is the whole file's.
+template <typename Sink>
+void EncodeCheckpoint(const ShardState& s, const std::vector<std::string>& specs,
+                      uint64_t seq, int64_t unix_ms, uint64_t file_size,
+                      Sink* sink) {
+  sink->Put(kMagic, sizeof(kMagic));
+  PutPod<Sink, uint32_t>(sink, kCheckpointFormatVersion);
+  PutPod<Sink, uint32_t>(sink, 0);
+  PutPod<Sink, uint64_t>(sink, file_size);
+  PutPod<Sink, uint32_t>(sink, s.shard_index);
+  PutPod<Sink, uint32_t>(sink, s.num_shards);
+  PutPod<Sink, uint64_t>(sink, s.partition_fingerprint);
+  PutPod<Sink, uint64_t>(sink, seq);
+  PutPod<Sink, int64_t>(sink, unix_ms);
+  PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(specs.size()));
+  for (const std::string& spec : specs) {
+    PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(spec.size()));
+    sink->Put(spec.data(), spec.size());
+  }
+  PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(s.tables.size() + 1));
+  for (const TableState& t : s.tables) {
+    PutSection(sink, kTagTable, [&t](auto* out) { EncodeTable(t, out); });
+  }
+  PutSection(sink, kTagWorkers, [&s](auto* out) { EncodeWorkers(s, out); });
+}
+
+// ------------------------------------------------------------------ decoding
+
+// Bounds-checked reader over a verified buffer; every failure names what was
+// being read.
+class Reader {
+ public:
+  Reader(const char* data, uint64_t size) : data_(data), size_(size) {}
+
+  template <typename T>
+  absl::Status Get(T* value, const char* what) {
+    if (size_ - pos_ < sizeof(T)) return Short(what, sizeof(T));
+    std::memcpy(value, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return absl::OkStatus();
+  }
+  absl::Status GetBytes(uint64_t n, std::string* out, const char* what) {
+    if (size_ - pos_ < n) return Short(what, n);
+    out->assign(data_ + pos_, n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+  absl::Status GetFloats(std::vector<float>* out, const char* what) {
+    uint64_t n = 0;
+    RETURN_IF_ERROR(Get(&n, what));
+    if (n > (size_ - pos_) / sizeof(float)) return Short(what, n * 4);
+    out->resize(n);
+    if (n > 0) std::memcpy(out->data(), data_ + pos_, n * sizeof(float));
+    pos_ += n * sizeof(float);
+    return absl::OkStatus();
+  }
+  // A count of records of `record_bytes` each that must fit in what is left.
+  absl::Status GetCount(uint64_t record_bytes, uint64_t* n, const char* what) {
+    RETURN_IF_ERROR(Get(n, what));
+    if (*n > (size_ - pos_) / record_bytes) {
+      return absl::DataLossError(absl::StrCat(
+          what, ": ", *n, " records of ", record_bytes,
+          " bytes do not fit in the ", size_ - pos_, " bytes left"));
+    }
+    return absl::OkStatus();
+  }
+  uint64_t left() const { return size_ - pos_; }
+
+ private:
+  absl::Status Short(const char* what, uint64_t need) const {
+    return absl::DataLossError(absl::StrCat(what, ": needs ", need,
+                                            " bytes, only ", size_ - pos_,
+                                            " left"));
+  }
+
+  const char* const data_;
+  const uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+absl::Status DecodeTable(Reader* r, const std::vector<TableConfig>& specs,
+                         TableState* t) {
+  uint32_t id = 0;
+  RETURN_IF_ERROR(r->Get(&id, "table id"));
+  auto spec = std::find_if(specs.begin(), specs.end(),
+                           [id](const TableConfig& c) { return c.table_id == id; });
+  if (spec == specs.end()) {
+    return absl::DataLossError(
+        absl::StrCat("table section for id ", id, " has no table spec"));
+  }
+  t->config = *spec;
+  RETURN_IF_ERROR(r->Get(&t->version, "version"));
+  RETURN_IF_ERROR(r->Get(&t->steps, "steps"));
+  RETURN_IF_ERROR(r->Get(&t->pushes, "pushes"));
+  RETURN_IF_ERROR(r->Get(&t->pulls, "pulls"));
+  RETURN_IF_ERROR(r->Get(&t->bytes_in, "bytes_in"));
+  RETURN_IF_ERROR(r->Get(&t->bytes_out, "bytes_out"));
+  RETURN_IF_ERROR(r->Get(&t->dropped_open_step_pushes, "dropped pushes"));
+  RETURN_IF_ERROR(r->GetFloats(&t->values, "values"));
+  uint32_t slots = 0;
+  RETURN_IF_ERROR(r->Get(&slots, "slot count"));
+  if (slots > 2) {
+    return absl::DataLossError(absl::StrCat(slots, " optimizer slots (max 2)"));
+  }
+  t->slots.resize(slots);
+  for (uint32_t s = 0; s < slots; ++s) {
+    RETURN_IF_ERROR(r->GetFloats(&t->slots[s], "optimizer slot"));
+  }
+  uint64_t rows = 0;
+  RETURN_IF_ERROR(r->GetCount(16, &rows, "sparse row map"));
+  t->rows.resize(rows);
+  for (auto& [key, row] : t->rows) {
+    RETURN_IF_ERROR(r->Get(&key, "row id"));
+    RETURN_IF_ERROR(r->Get(&row, "row index"));
+  }
+  uint64_t clients = 0;
+  RETURN_IF_ERROR(r->GetCount(24, &clients, "dedup clients"));
+  t->dedup.resize(clients);
+  for (DedupWindow::ClientWindow& w : t->dedup) {
+    RETURN_IF_ERROR(r->Get(&w.client_id, "dedup client id"));
+    RETURN_IF_ERROR(r->Get(&w.max_evicted_id, "dedup evicted id"));
+    uint64_t n = 0;
+    RETURN_IF_ERROR(r->GetCount(24, &n, "dedup entries"));
+    w.applied.resize(n);
+    for (DedupWindow::Applied& a : w.applied) {
+      RETURN_IF_ERROR(r->Get(&a.request_id, "dedup request id"));
+      RETURN_IF_ERROR(r->Get(&a.version, "dedup version"));
+      RETURN_IF_ERROR(r->Get(&a.step, "dedup step"));
+    }
+  }
+  if (r->left() != 0) {
+    return absl::DataLossError(absl::StrCat("table section for id ", id,
+                                            " has ", r->left(),
+                                            " unexpected trailing bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeWorkers(Reader* r, ShardState* s) {
+  RETURN_IF_ERROR(r->Get(&s->floor_clock, "floor clock"));
+  RETURN_IF_ERROR(r->Get(&s->barriers_completed, "barriers completed"));
+  uint32_t n = 0;
+  RETURN_IF_ERROR(r->Get(&n, "worker count"));
+  if (n > r->left() / 16) {
+    return absl::DataLossError(absl::StrCat(n, " workers do not fit"));
+  }
+  s->workers.resize(n);
+  for (WorkerState& w : s->workers) {
+    RETURN_IF_ERROR(r->Get(&w.clock, "worker clock"));
+    RETURN_IF_ERROR(r->Get(&w.barriers_arrived, "worker barriers"));
+  }
+  if (r->left() != 0) {
+    return absl::DataLossError("workers section has trailing bytes");
+  }
+  return absl::OkStatus();
+}
+
+// Parses a buffer whose length, magic, version and checksum were verified.
+absl::Status DecodeVerified(const std::string& data, ShardState* s) {
+  Reader r(data.data() + kPreambleBytes,
+           data.size() - kPreambleBytes - kTrailerBytes);
+  uint64_t seq = 0;
+  int64_t unix_ms = 0;
+  RETURN_IF_ERROR(r.Get(&s->shard_index, "shard index"));
+  RETURN_IF_ERROR(r.Get(&s->num_shards, "shard count"));
+  RETURN_IF_ERROR(r.Get(&s->partition_fingerprint, "partition fingerprint"));
+  RETURN_IF_ERROR(r.Get(&seq, "sequence number"));
+  RETURN_IF_ERROR(r.Get(&unix_ms, "time"));
+  uint32_t num_specs = 0;
+  RETURN_IF_ERROR(r.Get(&num_specs, "table spec count"));
+  std::vector<TableConfig> specs;
+  for (uint32_t i = 0; i < num_specs; ++i) {
+    uint32_t len = 0;
+    std::string bytes;
+    RETURN_IF_ERROR(r.Get(&len, "table spec length"));
+    RETURN_IF_ERROR(r.GetBytes(len, &bytes, "table spec"));
+    proto::TableSpec spec;
+    if (!spec.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("table spec ", i,
+                                              " does not parse"));
+    }
+    absl::StatusOr<TableConfig> config = TableConfigFromProto(spec);
+    if (!config.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "table spec ", i, " is invalid: ", config.status().message()));
+    }
+    specs.push_back(*std::move(config));
+  }
+  uint32_t sections = 0;
+  RETURN_IF_ERROR(r.Get(&sections, "section count"));
+  bool have_workers = false;
+  for (uint32_t i = 0; i < sections; ++i) {
+    uint32_t tag = 0;
+    uint64_t len = 0;
+    std::string payload;
+    RETURN_IF_ERROR(r.Get(&tag, "section tag"));
+    RETURN_IF_ERROR(r.Get(&len, "section length"));
+    RETURN_IF_ERROR(r.GetBytes(len, &payload, "section payload"));
+    Reader section(payload.data(), payload.size());
+    if (tag == kTagTable) {
+      TableState t;
+      RETURN_IF_ERROR(DecodeTable(&section, specs, &t));
+      s->tables.push_back(std::move(t));
+    } else if (tag == kTagWorkers) {
+      RETURN_IF_ERROR(DecodeWorkers(&section, s));
+      have_workers = true;
+    } else {
+      return absl::DataLossError(absl::StrCat("unknown section tag ", tag));
+    }
+  }
+  if (!have_workers) return absl::DataLossError("no workers section");
+  if (s->tables.size() != specs.size()) {
+    return absl::DataLossError(absl::StrCat(specs.size(), " table specs but ",
+                                            s->tables.size(),
+                                            " table sections"));
+  }
+  if (r.left() != 0) {
+    return absl::DataLossError(
+        absl::StrCat(r.left(), " unexpected bytes after the last section"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot open checkpoint ", path));
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path,
+                                            ": read error"));
+  }
+  return std::move(content).str();
+}
+
+absl::Status FsyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("opening directory ", dir, ": ", ErrnoText(errno)));
+  }
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("fsync of directory ", dir, ": ", ErrnoText(err)));
+  }
+  return absl::OkStatus();
+}
+
+// mkdir -p.
+absl::Status MakeDirectories(const std::string& path) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) continue;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(
+          absl::StrCat("creating directory ", partial, ": ", ErrnoText(errno)));
+    }
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InternalError(
+        absl::StrCat(path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+std::string CheckpointName(uint64_t seq) {
+  return absl::StrFormat("%s%012d%s", kPrefix, seq, kSuffix);
+}
+
+}  // namespace
+
+std::string ShardCheckpointDir(const std::string& root, uint32_t shard,
+                               uint32_t num_shards) {
+  return absl::StrCat(root, "/shard-", shard, "-of-", num_shards);
+}
+
+absl::StatusOr<std::vector<CheckpointFile>> ListCheckpoints(
+    const std::string& shard_dir) {
+  std::vector<CheckpointFile> files;
+  DIR* dir = opendir(shard_dir.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return files;
+    return absl::InternalError(
+        absl::StrCat("listing ", shard_dir, ": ", ErrnoText(errno)));
+  }
+  while (struct dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (!absl::StartsWith(name, kPrefix) || !absl::EndsWith(name, kSuffix)) {
+      continue;
+    }
+    const std::string digits = name.substr(
+        sizeof(kPrefix) - 1, name.size() - (sizeof(kPrefix) - 1) -
+                                 (sizeof(kSuffix) - 1));
+    uint64_t seq = 0;
+    if (digits.empty() || !absl::SimpleAtoi(digits, &seq) || seq == 0) continue;
+    files.push_back({seq, absl::StrCat(shard_dir, "/", name)});
+  }
+  closedir(dir);
+  std::sort(files.begin(), files.end(),
+            [](const CheckpointFile& a, const CheckpointFile& b) {
+              return a.seq > b.seq;
+            });
+  return files;
+}
+
+absl::StatusOr<CheckpointInfo> WriteCheckpointFile(const std::string& shard_dir,
+                                                   uint64_t seq,
+                                                   const ShardState& state) {
+  const absl::Time start = absl::Now();
+  RETURN_IF_ERROR(MakeDirectories(shard_dir));
+  const std::string path = absl::StrCat(shard_dir, "/", CheckpointName(seq));
+  const std::string tmp = path + ".tmp";
+  std::vector<std::string> specs;
+  for (const TableState& t : state.tables) {
+    specs.push_back(TableConfigToProto(t.config).SerializeAsString());
+  }
+  const int64_t unix_ms = absl::ToUnixMillis(start);
+  CountingSink count;
+  EncodeCheckpoint(state, specs, seq, unix_ms, 0, &count);
+  const uint64_t file_size = count.bytes() + kTrailerBytes;
+
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                      0644);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("creating ", tmp, ": ", ErrnoText(errno)));
+  }
+  absl::Status status;
+  {
+    FileSink sink(fd, tmp);
+    EncodeCheckpoint(state, specs, seq, unix_ms, file_size, &sink);
+    status = sink.Finish();
+  }
+  if (status.ok() && fsync(fd) != 0) {
+    status = absl::InternalError(
+        absl::StrCat("fsync of ", tmp, ": ", ErrnoText(errno)));
+  }
+  if (close(fd) != 0 && status.ok()) {
+    status = absl::InternalError(
+        absl::StrCat("closing ", tmp, ": ", ErrnoText(errno)));
+  }
+  if (status.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = absl::InternalError(absl::StrCat("renaming ", tmp, " to ", path,
+                                              ": ", ErrnoText(errno)));
+  }
+  if (!status.ok()) {
+    unlink(tmp.c_str());
+    return status;
+  }
+  RETURN_IF_ERROR(FsyncDirectory(shard_dir));
+  CheckpointInfo info;
+  info.path = path;
+  info.seq = seq;
+  info.bytes = file_size;
+  info.duration = absl::Now() - start;
+  return info;
+}
+
+absl::StatusOr<ShardState> ReadCheckpointFile(const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadWholeFile(path);
+  if (!contents.ok()) return contents.status();
+  const std::string& data = *contents;
+  auto corrupt = [&path](const std::string& why) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": ", why));
+  };
+  if (data.size() >= sizeof(kMagic) &&
+      std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return corrupt("not a checkpoint file (wrong magic)");
+  }
+  if (data.size() < kPreambleBytes + kTrailerBytes) {
+    return corrupt(absl::StrCat("truncated: only ", data.size(), " bytes"));
+  }
+  uint32_t version = 0;
+  uint64_t file_size = 0;
+  std::memcpy(&version, data.data() + 8, sizeof(version));
+  std::memcpy(&file_size, data.data() + 16, sizeof(file_size));
+  if (version != kCheckpointFormatVersion) {
+    return corrupt(absl::StrCat("format version ", version,
+                                "; this server reads version ",
+                                kCheckpointFormatVersion));
+  }
+  if (data.size() < file_size) {
+    return corrupt(absl::StrCat("truncated: ", data.size(), " of ", file_size,
+                                " bytes"));
+  }
+  if (data.size() > file_size) {
+    return corrupt(absl::StrCat(data.size() - file_size,
+                                " unexpected bytes after the end (the header "
+                                "says ", file_size, " bytes)"));
+  }
+  uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + data.size() - kTrailerBytes,
+              sizeof(stored));
+  const uint64_t computed = XXH64(data.data(), data.size() - kTrailerBytes, 0);
+  if (stored != computed) {
+    return corrupt(absl::StrCat("checksum mismatch (stored ",
+                                absl::Hex(stored, absl::kZeroPad16),
+                                ", computed ",
+                                absl::Hex(computed, absl::kZeroPad16),
+                                "): the content is corrupt"));
+  }
+  ShardState state;
+  if (absl::Status s = DecodeVerified(data, &state); !s.ok()) {
+    return corrupt(absl::StrCat("malformed content: ", s.message()));
+  }
+  return state;
+}
+
+// ------------------------------------------------------------- Checkpointer
+
+Checkpointer::Checkpointer(Shard* shard, uint64_t fingerprint,
+                           const CheckpointerOptions& options)
+    : shard_(shard),
+      fingerprint_(fingerprint),
+      options_(options),
+      shard_dir_(ShardCheckpointDir(options.root, shard->shard_index(),
+                                    shard->num_shards())) {}
+
+Checkpointer::~Checkpointer() { Stop(); }
+
+absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
+  absl::MutexLock lock(&write_mu_);
+  // Stale temporary files of a checkpoint that never completed.
+  if (DIR* dir = opendir(shard_dir_.c_str())) {
+    std::vector<std::string> stale;
+    while (struct dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (absl::StartsWith(name, kPrefix) && absl::EndsWith(name, ".tmp")) {
+        stale.push_back(absl::StrCat(shard_dir_, "/", name));
+      }
+    }
+    closedir(dir);
+    for (const std::string& path : stale) {
+      spdlog::warn("removing {}: a checkpoint that was never completed", path);
+      unlink(path.c_str());
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<CheckpointFile> files,
+                   ListCheckpoints(shard_dir_));
+  next_seq_ = files.empty() ? 1 : files.front().seq + 1;
+  for (const CheckpointFile& file : files) {
+    absl::StatusOr<ShardState> state = ReadCheckpointFile(file.path);
+    if (!state.ok()) {
+      const std::string quarantine = file.path + ".corrupt";
+      spdlog::error("skipping checkpoint {}: {}; renamed to {}", file.path,
+                    std::string(state.status().message()), quarantine);
+      std::rename(file.path.c_str(), quarantine.c_str());
+      continue;
+    }
+    if (state->shard_index != shard_->shard_index() ||
+        state->num_shards != shard_->num_shards() ||
+        state->partition_fingerprint != fingerprint_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", file.path, " belongs to shard ", state->shard_index,
+          " of ", state->num_shards, " with partition fingerprint ",
+          absl::Hex(state->partition_fingerprint), ", but this server is shard ",
+          shard_->shard_index(), " of ", shard_->num_shards(),
+          " with partition fingerprint ", absl::Hex(fingerprint_),
+          " (the cluster config's servers or tables changed); refusing to "
+          "start. Use the config the checkpoint was written with, or move ",
+          shard_dir_, " away to start from scratch"));
+    }
+    absl::Status restored = shard_->Restore(*state);
+    if (!restored.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", file.path, " does not fit this server's config: ",
+          restored.message(), "; refusing to start"));
+    }
+    uint64_t values = 0;
+    for (const TableState& t : state->tables) values += t.values.size();
+    spdlog::info(
+        "shard {}: restored checkpoint {} ({} tables, {} values, worker "
+        "floor clock {})",
+        shard_->shard_index(), file.path, state->tables.size(), values,
+        state->floor_clock);
+    return file.path;
+  }
+  if (!files.empty()) {
+    spdlog::error(
+        "shard {}: no valid checkpoint in {}; starting from the initial "
+        "values",
+        shard_->shard_index(), shard_dir_);
+  }
+  return std::string();
+}
+
+absl::StatusOr<CheckpointInfo> Checkpointer::WriteNow(
+    absl::Duration sync_step_wait) {
+  absl::MutexLock lock(&write_mu_);
+  if (next_seq_ == 0) {
+    ASSIGN_OR_RETURN(std::vector<CheckpointFile> files,
+                     ListCheckpoints(shard_dir_));
+    next_seq_ = files.empty() ? 1 : files.front().seq + 1;
+  }
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(ShardState state, shard_->Snapshot(sync_step_wait));
+  state.partition_fingerprint = fingerprint_;
+  const absl::Duration copy_time = absl::Now() - start;
+  ASSIGN_OR_RETURN(CheckpointInfo info,
+                   WriteCheckpointFile(shard_dir_, next_seq_, state));
+  ++next_seq_;
+  info.duration = absl::Now() - start;
+  Prune();
+  if (options_.on_written) options_.on_written(info);
+  spdlog::info("shard {}: checkpoint {} written ({} bytes, copy {} ms, total "
+               "{} ms)",
+               shard_->shard_index(), info.path, info.bytes,
+               absl::ToInt64Milliseconds(copy_time),
+               absl::ToInt64Milliseconds(info.duration));
+  return info;
+}
+
+void Checkpointer::Prune() {
+  absl::StatusOr<std::vector<CheckpointFile>> files =
+      ListCheckpoints(shard_dir_);
+  if (!files.ok()) {
+    spdlog::warn("not pruning old checkpoints: {}", files.status().ToString());
+    return;
+  }
+  const size_t keep = static_cast<size_t>(std::max(options_.keep, 1));
+  for (size_t i = keep; i < files->size(); ++i) {
+    if (unlink((*files)[i].path.c_str()) != 0) {
+      spdlog::warn("cannot remove old checkpoint {}: {}", (*files)[i].path,
+                   ErrnoText(errno));
+    }
+  }
+}
+
+void Checkpointer::Start() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (running_ || stopping_) return;
+    running_ = true;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Checkpointer::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  std::deque<std::function<void(absl::StatusOr<CheckpointInfo>)>> left;
+  {
+    absl::MutexLock lock(&mu_);
+    running_ = false;
+    left.swap(requests_);
+  }
+  for (auto& done : left) {
+    done(absl::UnavailableError("server is shutting down"));
+  }
+}
+
+void Checkpointer::Request(
+    std::function<void(absl::StatusOr<CheckpointInfo>)> done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (running_ && !stopping_) {
+      requests_.push_back(std::move(done));
+      return;
+    }
+  }
+  done(absl::UnavailableError("checkpoints are not running (shutting down)"));
+}
+
+bool Checkpointer::HasWork() const { return stopping_ || !requests_.empty(); }
+
+void Checkpointer::Loop() {
+  const bool periodic = options_.interval > absl::ZeroDuration();
+  absl::Time next_periodic =
+      periodic ? absl::Now() + options_.interval : absl::InfiniteFuture();
+  while (true) {
+    std::deque<std::function<void(absl::StatusOr<CheckpointInfo>)>> batch;
+    bool due = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithDeadline(absl::Condition(this, &Checkpointer::HasWork),
+                            next_periodic);
+      if (stopping_) return;
+      batch.swap(requests_);
+      due = absl::Now() >= next_periodic;
+    }
+    // One checkpoint answers every request queued before it started.
+    absl::StatusOr<CheckpointInfo> info = WriteNow(options_.sync_step_wait);
+    if (!info.ok()) {
+      spdlog::error("shard {}: checkpoint failed: {}", shard_->shard_index(),
+                    info.status().ToString());
+    }
+    if (due || batch.empty()) {
+      next_periodic = periodic ? absl::Now() + options_.interval
+                               : absl::InfiniteFuture();
+    }
+    for (auto& done : batch) done(info);
+  }
+}
+
+}  // namespace ps
