@@ -9,11 +9,10 @@
 #                       path of an already built executable.
 #     -o OUT_DIR        bundle folder (default: out/gpu_bundle); replaced.
 #
-# The bundle holds the binaries plus every shared library `ldd` lists for
-# them, except glibc's own (libc, libm, libpthread, libdl, librt, ld-linux,
+# The bundle holds the binaries (OUT_DIR/bin) plus every shared library `ldd` lists for
+# them (OUT_DIR/lib), except glibc's own (libc, libm, libpthread, libdl, librt, ld-linux,
 # ...) and the NVIDIA driver's (libcuda.so, libnvidia-*), which must come
-# from the target host. Each library is stored under the name the binary
-# asks for (its soname), so the loader finds it through LD_LIBRARY_PATH.
+# from the target host.
 #
 # Run a bundled binary with:
 #   OUT_DIR/run.sh BINARY [ARGS...]   (BINARY may be omitted when the bundle
@@ -64,54 +63,16 @@ if ((${#labels[@]})); then
   (cd "$repo_root" && bazel build ${BUNDLE_BAZEL_FLAGS:-} "${labels[@]}")
 fi
 
-# glibc and the NVIDIA driver stay on the target host.
-is_host_library() {
-  case "$1" in
-    linux-vdso.so*|linux-gate.so*|ld-linux*.so*|ld64.so*) return 0 ;;
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libutil.so*) return 0 ;;
-    libresolv.so*|libanl.so*|libmvec.so*|libnss_*.so*|libBrokenLocale.so*) return 0 ;;
-    libthread_db.so*|libc_malloc_debug.so*) return 0 ;;
-    libcuda.so*|libnvidia-*.so*) return 0 ;;
-  esac
-  return 1
-}
-
 rm -rf "$out"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-: >"$out/BINARIES"
-
-declare -A copied=()
 for bin in "${binaries[@]}"; do
   [[ -x "$bin" ]] || { echo "bundle_gpu: $bin was not built" >&2; exit 1; }
-  name="$(basename "$bin")"
-  cp -L "$bin" "$out/$name"
-  chmod u+w,a+rx "$out/$name"
-  echo "$name" >>"$out/BINARIES"
-  # ldd lines: "soname => /path (addr)", "soname => not found", "/path (addr)".
-  while read -r line; do
-    [[ -z "$line" ]] && continue
-    if [[ "$line" == *"=> not found"* ]]; then
-      echo "bundle_gpu: $name needs ${line%% *}, which ldd cannot find" >&2
-      exit 1
-    fi
-    if [[ "$line" == *" => "* ]]; then
-      soname="${line%% => *}"
-      path="${line#* => }"
-      path="${path%% (*}"
-    else
-      path="${line%% (*}"
-      soname="$(basename "$path")"
-    fi
-    soname="$(basename "$soname")"
-    [[ -z "$path" || "$path" != /* ]] && continue
-    is_host_library "$soname" && continue
-    [[ -n "${copied[$soname]:-}" ]] && continue
-    cp -L "$path" "$out/$soname"
-    chmod u+w "$out/$soname"
-    copied[$soname]="$path"
-  done < <(ldd "$bin")
 done
+# The library collection (ldd, leaving out glibc and the NVIDIA driver) is
+# deploy/docker/bundle.sh's, shared with the container image: OUT/bin, OUT/lib.
+bash "$repo_root/deploy/docker/bundle.sh" "$out" "${binaries[@]}"
+for bin in "${binaries[@]}"; do basename "$bin"; done >"$out/BINARIES"
 
 cat >"$out/run.sh" <<'RUN'
 #!/bin/sh
@@ -128,11 +89,10 @@ else
   sed 's/^/  /' "$here/BINARIES" >&2
   exit 2
 fi
-LD_LIBRARY_PATH="$here${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
-exec "$here/$bin" "$@"
+exec "$here/bin/$bin" "$@"
 RUN
 chmod +x "$out/run.sh"
 
-echo "bundle_gpu: $out: $(wc -l <"$out/BINARIES") binaries, ${#copied[@]} libraries" >&2
-for soname in "${!copied[@]}"; do echo "  $soname <- ${copied[$soname]}" >&2; done | sort >&2
+echo "bundle_gpu: $out: $(wc -l <"$out/BINARIES") binaries, $(ls "$out/lib" | wc -l) libraries" >&2
