@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "proto/data_wire.h"
 
 namespace ps {
 namespace {
@@ -78,7 +79,7 @@ absl::Status FromResponseStatus(int32_t code, const std::string& message) {
 // cannot name another object's mutex here). The connection owns it and
 // deletes it only after OnDone.
 class ServerConnection::Stream final
-    : public grpc::ClientBidiReactor<proto::DataRequest, proto::DataResponse> {
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit Stream(ServerConnection* connection) : connection_(connection) {}
 
@@ -87,7 +88,7 @@ class ServerConnection::Stream final
       connection_->OnReadFailed(this);
       return;
     }
-    connection_->OnResponse(this, &response);
+    connection_->OnResponse(this, response);
     StartRead(&response);  // one read always pending
   }
   void OnWriteDone(bool ok) override { connection_->OnWriteDone(this, ok); }
@@ -96,7 +97,8 @@ class ServerConnection::Stream final
   }
 
   grpc::ClientContext context;
-  proto::DataResponse response;
+  grpc::ByteBuffer response;  // the read in flight
+  proto::DataResponse decoded;  // used by OnResponse only (reads are serial)
 
   std::deque<std::shared_ptr<Pending>> queue;  // not yet written
   std::shared_ptr<Pending> writing;            // the write in flight
@@ -166,6 +168,7 @@ ServerConnection::ServerConnection(Options options,
     : options_(std::move(options)),
       channel_(std::move(channel)),
       stub_(proto::ParameterServer::NewStub(channel_)),
+      data_stub_(std::make_unique<grpc::GenericStub>(channel_)),
       request_ids_(options_.request_ids != nullptr
                        ? options_.request_ids
                        : std::make_shared<std::atomic<uint64_t>>(1)) {
@@ -197,11 +200,18 @@ ServerConnection::~ServerConnection() {
   stream_.reset();
 }
 
-void ServerConnection::Send(proto::DataRequest request, ResponseCallback done) {
+void ServerConnection::Send(proto::DataRequest request,
+                            absl::Span<char> values_into,
+                            ResponseCallback done) {
   auto entry = std::make_shared<Pending>();
   const uint64_t id = request_ids_->fetch_add(1, std::memory_order_relaxed);
   request.set_request_id(id);
-  entry->request = std::move(request);
+  auto values = std::make_shared<std::string>();
+  values->swap(*request.mutable_values());
+  const absl::string_view payload(*values);
+  entry->wire = SerializeWithPayload(request, kDataRequestValuesField, payload,
+                                     std::move(values));
+  entry->values_into = values_into;
   entry->done = std::move(done);
   std::shared_ptr<Pending> to_write;
   Stream* stream = nullptr;
@@ -284,7 +294,9 @@ void ServerConnection::OpenStream() {
     stream->context.AddMetadata("authorization",
                                 "Bearer " + options_.auth_token);
   }
-  stub_->async()->DataStream(&stream->context, stream.get());
+  data_stub_->PrepareBidiStreamingCall(
+      &stream->context, "/ps.proto.ParameterServer/DataStream",
+      grpc::StubOptions(), stream.get());
   stream->AddHold();  // released once the stream failed and no write is left
   stream->StartRead(&stream->response);
   Stream* raw = stream.get();
@@ -317,22 +329,48 @@ std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(
 void ServerConnection::StartWrite(Stream* stream,
                                   std::shared_ptr<Pending> entry) {
   // `entry` is also held by stream->writing until OnWriteDone.
-  stream->StartWrite(&entry->request);
+  stream->StartWrite(&entry->wire);
 }
 
 void ServerConnection::OnResponse(Stream* stream,
-                                  proto::DataResponse* response) {
+                                  const grpc::ByteBuffer& wire) {
+  absl::StatusOr<uint64_t> id = PeekDataResponseRequestId(wire);
+  if (!id.ok()) {
+    // A broken peer: drop the stream; the pending requests are resent on a
+    // new one (or fail after max_reconnect_attempts).
+    stream->context.TryCancel();
+    return;
+  }
   std::shared_ptr<Pending> entry;
   {
     absl::MutexLock lock(&mu_);
     failed_attempts_ = 0;  // the server is answering again
-    auto it = pending_.find(response->request_id());
+    auto it = pending_.find(*id);
     if (it == pending_.end()) return;  // e.g. a duplicate answer
     entry = std::move(it->second);
     pending_.erase(it);
   }
-  const absl::Status status = FromResponseStatus(response->status_code(),
-                                                 response->status_message());
+  // The entry is ours now: nothing else completes it, so its destination
+  // may be written outside the lock.
+  proto::DataResponse* response = &stream->decoded;
+  bool delivered = false;
+  absl::Status status =
+      DecodeDataResponse(wire, entry->values_into, response, &delivered);
+  if (!status.ok()) {
+    entry->done(absl::InternalError(absl::StrCat(
+                    "server ", options_.address, " sent a ",
+                    status.message())),
+                nullptr);
+    return;
+  }
+  status = FromResponseStatus(response->status_code(),
+                              response->status_message());
+  if (status.ok() && !entry->values_into.empty() && !delivered) {
+    status = absl::InternalError(absl::StrCat(
+        "server ", options_.address, " returned ", response->values().size(),
+        " bytes for a pull of ", entry->values_into.size() / sizeof(float),
+        " floats"));
+  }
   entry->done(status, response);
 }
 

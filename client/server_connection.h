@@ -33,6 +33,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/config.h"
+#include "absl/types/span.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -76,8 +78,20 @@ class ServerConnection {
 
   // Sends `request` on the data stream; sets its request_id. `done` runs
   // exactly once with the response or the failure. Never blocks on the
-  // network.
-  void Send(proto::DataRequest request, ResponseCallback done);
+  // network. The request is encoded once here (its values are moved into
+  // the encoded buffer, not copied) and kept until answered, for resends.
+  void Send(proto::DataRequest request, ResponseCallback done) {
+    Send(std::move(request), absl::Span<char>(), std::move(done));
+  }
+
+  // Same, for a pull whose values are wanted in `values_into` (non-empty):
+  // the response's values are copied from the received buffer straight
+  // there (one copy) and `done` gets a response with empty values(). A
+  // response with values of another size than values_into.size() gets
+  // INTERNAL instead, naming the server and both sizes. `values_into` must
+  // stay valid until `done` runs; it is written only before `done` runs.
+  void Send(proto::DataRequest request, absl::Span<char> values_into,
+            ResponseCallback done);
 
   // A context for a control RPC: carries the bearer token; with a deadline of
   // `timeout` unless it is absl::InfiniteDuration(). `wait_for_ready` makes
@@ -97,7 +111,8 @@ class ServerConnection {
  private:
   class Stream;
   struct Pending {
-    proto::DataRequest request;
+    grpc::ByteBuffer wire;  // the encoded request (values not copied)
+    absl::Span<char> values_into;
     ResponseCallback done;
   };
   enum class State { kIdle, kConnecting, kOpen };
@@ -114,7 +129,7 @@ class ServerConnection {
   void StartWrite(Stream* stream, std::shared_ptr<Pending> entry);
 
   // Stream events (called by Stream, never under mu_).
-  void OnResponse(Stream* stream, proto::DataResponse* response);
+  void OnResponse(Stream* stream, const grpc::ByteBuffer& wire);
   void OnWriteDone(Stream* stream, bool ok);
   void OnReadFailed(Stream* stream);
   void OnStreamDone(Stream* stream, const grpc::Status& status);
@@ -127,6 +142,8 @@ class ServerConnection {
   const Options options_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<proto::ParameterServer::Stub> stub_;
+  // DataStream with raw byte buffers (proto/data_wire.h).
+  const std::unique_ptr<grpc::GenericStub> data_stub_;
   const std::shared_ptr<std::atomic<uint64_t>> request_ids_;
 
   absl::Mutex mu_;

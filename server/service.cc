@@ -10,6 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "proto/data_wire.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -23,7 +25,7 @@ namespace ps {
 // All gRPC operations (StartRead, StartWrite, Finish) are issued outside mu_:
 // the decision is taken under mu_ (NextActions) and carried out after.
 class DataStreamReactor final
-    : public grpc::ServerBidiReactor<proto::DataRequest, proto::DataResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `registry` tracks open streams for shutdown; it outlives the stream.
   DataStreamReactor(Shard* shard, StreamRegistry* registry,
@@ -61,8 +63,25 @@ class DataStreamReactor final
       Run(actions);
       return;
     }
-    auto request = std::make_shared<proto::DataRequest>(std::move(request_));
+    auto request = std::make_shared<proto::DataRequest>();
+    bool parsed;
+    {
+      grpc::ProtoBufferReader reader(&request_);
+      parsed = request->ParseFromZeroCopyStream(&reader);
+    }
     request_.Clear();
+    if (!parsed) {
+      Actions actions;
+      {
+        absl::MutexLock lock(&mu_);
+        read_in_flight_ = false;
+        reads_done_ = true;
+        malformed_ = true;
+        actions = NextActions();
+      }
+      Run(actions);
+      return;
+    }
     {
       absl::MutexLock lock(&mu_);
       read_in_flight_ = false;
@@ -103,7 +122,7 @@ class DataStreamReactor final
   }
 
   struct Actions {
-    const proto::DataResponse* write = nullptr;
+    const grpc::ByteBuffer* write = nullptr;
     bool read = false;
     std::optional<grpc::Status> finish;
   };
@@ -140,12 +159,16 @@ class DataStreamReactor final
 
  private:
   void OnResponse(proto::DataResponse response) {
+    // Encoded outside the lock; the values are moved, not copied.
+    grpc::ByteBuffer encoded = SerializeDataResponse(std::move(response));
     Actions actions;
     bool destroy;
     {
       absl::MutexLock lock(&mu_);
       --outstanding_;
-      if (!finish_called_ && !aborted_) queue_.push_back(std::move(response));
+      if (!finish_called_ && !aborted_ && !malformed_) {
+        queue_.push_back(std::move(encoded));
+      }
       actions = NextActions();
       destroy = done_ && outstanding_ == 0;
     }
@@ -156,6 +179,16 @@ class DataStreamReactor final
   Actions NextActions() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions a;
     if (finish_called_) return a;
+    if (malformed_) {
+      // A protocol violation: the pending answers are dropped.
+      if (!write_in_flight_ && !read_in_flight_) {
+        finish_called_ = true;
+        a.finish = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "malformed DataRequest (not a valid "
+                                "ps.proto.DataRequest message)");
+      }
+      return a;
+    }
     if (aborted_) {
       if (!write_in_flight_ && !read_in_flight_) {
         finish_called_ = true;
@@ -192,16 +225,17 @@ class DataStreamReactor final
   Shard* const shard_;
   StreamRegistry* const registry_;
   // Written by gRPC's read; touched only between StartRead and OnReadDone.
-  proto::DataRequest request_;
+  grpc::ByteBuffer request_;
 
   absl::Mutex mu_;
-  std::deque<proto::DataResponse> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // submitted, not answered
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool aborted_ ABSL_GUARDED_BY(mu_) = false;
+  bool malformed_ ABSL_GUARDED_BY(mu_) = false;  // finish INVALID_ARGUMENT
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
@@ -419,7 +453,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
   return reactor;
 }
 
-grpc::ServerBidiReactor<proto::DataRequest, proto::DataResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 ParameterServerService::DataStream(grpc::CallbackServerContext* context) {
   return new DataStreamReactor(shard_, &streams_, CheckAuth(context));
 }

@@ -66,8 +66,23 @@ class StreamRegistry {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class ParameterServerService final
-    : public proto::ParameterServer::CallbackService {
+// The generated callback service with DataStream taking raw byte buffers:
+// requests are parsed by protobuf (one copy of the values, as before), and
+// responses are encoded by hand so the pulled values are not copied again
+// (proto/data_wire.h). The wire format is unchanged.
+using ParameterServerCallbackBase = proto::ParameterServer::WithCallbackMethod_GetShardInfo<
+    proto::ParameterServer::WithCallbackMethod_CreateTable<
+        proto::ParameterServer::WithCallbackMethod_RegisterWorker<
+            proto::ParameterServer::WithCallbackMethod_Heartbeat<
+                proto::ParameterServer::WithCallbackMethod_Clock<
+                    proto::ParameterServer::WithCallbackMethod_Barrier<
+                        proto::ParameterServer::WithCallbackMethod_GetStats<
+                            proto::ParameterServer::WithCallbackMethod_Checkpoint<
+                                proto::ParameterServer::
+                                    WithRawCallbackMethod_DataStream<
+                                        proto::ParameterServer::Service>>>>>>>>>;
+
+class ParameterServerService final : public ParameterServerCallbackBase {
  public:
   ParameterServerService(Shard* shard, std::string auth_token);
 
@@ -114,8 +129,10 @@ class ParameterServerService final
       grpc::CallbackServerContext* context,
       const proto::CheckpointRequest* request,
       proto::CheckpointResponse* response) override;
-  grpc::ServerBidiReactor<proto::DataRequest, proto::DataResponse>*
-  DataStream(grpc::CallbackServerContext* context) override;
+  // A malformed DataRequest (bytes protobuf cannot parse) finishes the
+  // stream with INVALID_ARGUMENT.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DataStream(
+      grpc::CallbackServerContext* context) override;
 
  private:
   absl::Status CheckAuth(const grpc::CallbackServerContext* context) const;

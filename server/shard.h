@@ -3,7 +3,11 @@
 // monitor. The gRPC layer (service.h) converts requests to calls here.
 //
 // Threads: data requests and sync-step application run on the Executor
-// passed in (never on the caller's thread, so gRPC threads do not block);
+// passed in, except small data requests on a CPU backend (payload up to
+// kInlineDataBytes), which run on the caller's thread when they need no
+// consistency wait (a waiting one is parked and resumed on the executor),
+// saving a thread hand-off per request; so a gRPC thread never waits on a
+// consistency condition and holds a table lock only for a small update;
 // completions are called from an executor thread, or inline from the
 // calling thread when the answer is immediate (errors, ready barriers).
 // The Shard owns one thread, the liveness monitor, started by Start() and
@@ -45,6 +49,10 @@ namespace ps {
 
 // Version string reported in ShardInfo.
 inline constexpr char kServerVersion[] = "ps_server 0.1";
+
+// Data requests moving at most this many value/key bytes (in and out) run on
+// the submitting thread (see the file comment).
+inline constexpr uint64_t kInlineDataBytes = 64 << 10;
 
 class Shard {
  public:
@@ -156,6 +164,7 @@ class Shard {
   const int num_workers_;
   const ServerOptions options_;
   const std::unique_ptr<UpdateBackend> backend_;
+  const bool inline_small_requests_;  // CPU backend: no kernel launches
   Executor* const executor_;
 
   WorkerRegistry registry_;

@@ -1,0 +1,265 @@
+#include "proto/data_wire.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/support/slice.h"
+
+namespace ps {
+namespace {
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void ReleaseOwner(void* user_data) {
+  delete static_cast<std::shared_ptr<const void>*>(user_data);
+}
+
+// Reads protobuf wire primitives across a sequence of byte ranges (the
+// slices of a received message) without joining them.
+class PieceReader {
+ public:
+  explicit PieceReader(std::vector<absl::string_view> pieces)
+      : pieces_(std::move(pieces)) {
+    Skip0();
+  }
+
+  bool AtEnd() const { return index_ == pieces_.size(); }
+
+  bool ReadByte(uint8_t* b) {
+    if (AtEnd()) return false;
+    *b = static_cast<uint8_t>(pieces_[index_][pos_]);
+    Advance(1);
+    return true;
+  }
+
+  bool ReadVarint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!ReadByte(&b)) return false;
+      if (shift == 63 && (b & 0x7e) != 0) return false;  // over 64 bits
+      result |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;  // more than 10 bytes
+  }
+
+  // Copies `n` bytes to `dst` (null: skips them).
+  bool Read(uint64_t n, char* dst) {
+    while (n > 0) {
+      if (AtEnd()) return false;
+      const uint64_t here =
+          std::min<uint64_t>(n, pieces_[index_].size() - pos_);
+      if (dst != nullptr) {
+        std::memcpy(dst, pieces_[index_].data() + pos_, here);
+        dst += here;
+      }
+      Advance(here);
+      n -= here;
+    }
+    return true;
+  }
+
+  uint64_t Remaining() const { return remaining_; }
+
+  void set_total(uint64_t total) { remaining_ = total; }
+
+ private:
+  void Advance(uint64_t n) {
+    pos_ += n;
+    remaining_ -= n;
+    if (pos_ == pieces_[index_].size()) {
+      ++index_;
+      pos_ = 0;
+      Skip0();
+    }
+  }
+  void Skip0() {
+    while (index_ < pieces_.size() && pieces_[index_].empty()) ++index_;
+  }
+
+  std::vector<absl::string_view> pieces_;
+  size_t index_ = 0;
+  uint64_t pos_ = 0;
+  uint64_t remaining_ = 0;
+};
+
+absl::Status Malformed(const char* what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed DataResponse: ", what));
+}
+
+std::vector<absl::string_view> Pieces(const std::vector<grpc::Slice>& slices) {
+  std::vector<absl::string_view> pieces;
+  pieces.reserve(slices.size());
+  for (const grpc::Slice& s : slices) {
+    pieces.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return pieces;
+}
+
+uint64_t TotalSize(const std::vector<absl::string_view>& pieces) {
+  uint64_t total = 0;
+  for (absl::string_view p : pieces) total += p.size();
+  return total;
+}
+
+absl::Status DecodePieces(std::vector<absl::string_view> pieces,
+                          absl::Span<char> values_into,
+                          proto::DataResponse* response,
+                          bool* values_delivered) {
+  const uint64_t total = TotalSize(pieces);
+  PieceReader in(std::move(pieces));
+  in.set_total(total);
+  response->Clear();
+  *values_delivered = false;
+  while (!in.AtEnd()) {
+    uint64_t tag;
+    if (!in.ReadVarint(&tag)) return Malformed("bad tag");
+    const uint64_t field = tag >> 3;
+    const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
+    if (field == 0 || field > 0x1fffffff) return Malformed("bad field number");
+    if (field <= 6) {
+      const uint32_t expected = (field == 3 || field == 4) ? 2 : 0;
+      if (wire_type != expected) {
+        return Malformed("wrong wire type for a known field");
+      }
+    }
+    if (wire_type == 0) {
+      uint64_t v;
+      if (!in.ReadVarint(&v)) return Malformed("truncated varint");
+      switch (field) {
+        case 1: response->set_request_id(v); break;
+        case 2: response->set_status_code(static_cast<int32_t>(v)); break;
+        case 5: response->set_version(v); break;
+        case 6: response->set_step(static_cast<int64_t>(v)); break;
+        default: break;  // unknown varint field
+      }
+    } else if (wire_type == 2) {
+      uint64_t n;
+      if (!in.ReadVarint(&n)) return Malformed("truncated length");
+      if (n > in.Remaining()) return Malformed("length past the end");
+      if (field == kDataResponseValuesField) {
+        if (!values_into.empty() && n == values_into.size()) {
+          in.Read(n, values_into.data());
+          response->clear_values();
+          *values_delivered = true;
+        } else {
+          std::string* values = response->mutable_values();
+          values->resize(n);
+          in.Read(n, values->data());
+          *values_delivered = false;
+        }
+      } else if (field == 3) {
+        std::string* message = response->mutable_status_message();
+        message->resize(n);
+        in.Read(n, message->data());
+      } else {
+        in.Read(n, nullptr);
+      }
+    } else if (wire_type == 1 || wire_type == 5) {
+      if (!in.Read(wire_type == 1 ? 8 : 4, nullptr)) {
+        return Malformed("truncated fixed field");
+      }
+    } else {
+      return Malformed("unsupported wire type");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::ByteBuffer SerializeWithPayload(
+    const google::protobuf::MessageLite& message, uint32_t field_number,
+    absl::string_view payload, std::shared_ptr<const void> owner) {
+  std::string head = message.SerializeAsString();
+  if (payload.empty()) {
+    grpc::Slice only(head);
+    return grpc::ByteBuffer(&only, 1);
+  }
+  AppendVarint((static_cast<uint64_t>(field_number) << 3) | 2, &head);
+  AppendVarint(payload.size(), &head);
+  grpc::Slice slices[2] = {
+      grpc::Slice(head),
+      grpc::Slice(const_cast<char*>(payload.data()), payload.size(),
+                  &ReleaseOwner,
+                  new std::shared_ptr<const void>(std::move(owner)))};
+  return grpc::ByteBuffer(slices, 2);
+}
+
+grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response) {
+  auto values = std::make_shared<std::string>();
+  values->swap(*response.mutable_values());
+  const absl::string_view payload(*values);
+  return SerializeWithPayload(response, kDataResponseValuesField, payload,
+                              std::move(values));
+}
+
+absl::Status DecodeDataResponse(const grpc::ByteBuffer& buffer,
+                                absl::Span<char> values_into,
+                                proto::DataResponse* response,
+                                bool* values_delivered) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return Malformed("unreadable buffer");
+  return DecodePieces(Pieces(slices), values_into, response,
+                      values_delivered);
+}
+
+absl::StatusOr<uint64_t> PeekDataResponseRequestId(
+    const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return Malformed("unreadable buffer");
+  std::vector<absl::string_view> pieces = Pieces(slices);
+  const uint64_t total = TotalSize(pieces);
+  PieceReader in(std::move(pieces));
+  in.set_total(total);
+  uint64_t request_id = 0;
+  while (!in.AtEnd()) {
+    uint64_t tag;
+    if (!in.ReadVarint(&tag)) return Malformed("bad tag");
+    const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
+    if ((tag >> 3) == 1) {
+      if (wire_type != 0 || !in.ReadVarint(&request_id)) {
+        return Malformed("bad request_id");
+      }
+      continue;  // the last occurrence wins, as in protobuf
+    }
+    uint64_t skip;
+    if (wire_type == 0) {
+      if (!in.ReadVarint(&skip)) return Malformed("truncated varint");
+      continue;
+    } else if (wire_type == 2) {
+      if (!in.ReadVarint(&skip)) return Malformed("truncated length");
+    } else if (wire_type == 1 || wire_type == 5) {
+      skip = wire_type == 1 ? 8 : 4;
+    } else {
+      return Malformed("unsupported wire type");
+    }
+    if (skip > in.Remaining() || !in.Read(skip, nullptr)) {
+      return Malformed("length past the end");
+    }
+  }
+  return request_id;
+}
+
+absl::Status DecodeDataResponseBytes(absl::string_view bytes,
+                                     absl::Span<char> values_into,
+                                     proto::DataResponse* response,
+                                     bool* values_delivered) {
+  return DecodePieces({bytes}, values_into, response, values_delivered);
+}
+
+}  // namespace ps

@@ -1,0 +1,70 @@
+// Hand-made wire encoding of the data-path messages, so large `values` fields
+// are neither copied into a protobuf string before sending nor flattened
+// after receiving (tests/bench/TRANSPORT_RESULTS.md, round 2). The bytes are
+// exactly protobuf's wire format for ps.proto's DataRequest / DataResponse:
+// a peer using the generated classes reads and writes the same stream.
+//
+// Thread safety: free functions, no shared state.
+#ifndef PS_PROTO_DATA_WIRE_H_
+#define PS_PROTO_DATA_WIRE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "google/protobuf/message_lite.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+// Field numbers of the raw payloads (ps.proto).
+inline constexpr uint32_t kDataRequestValuesField = 9;
+inline constexpr uint32_t kDataResponseValuesField = 4;
+
+// The wire bytes of `message` followed by the length-delimited field
+// `field_number` holding `payload`. The payload is NOT copied: the returned
+// buffer references it, and holds `owner` (which must keep `payload` alive
+// and unchanged) until gRPC and every copy of the buffer release it. Only
+// the small serialized `message` is copied. An empty payload adds no field
+// (proto3's encoding of an empty bytes field).
+// REQUIRES: `message`'s own field `field_number` is empty.
+grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& message,
+                                      uint32_t field_number,
+                                      absl::string_view payload,
+                                      std::shared_ptr<const void> owner);
+
+// Moves `response->values()` into the buffer without copying it (the
+// string's storage is owned by the buffer) and serializes the rest.
+grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response);
+
+// Parses a DataResponse from `buffer` without flattening it first; every
+// byte of `values` is copied exactly once: into `values_into` when that is
+// non-empty and the field is exactly values_into.size() bytes long (then
+// response->values() stays empty and *values_delivered is true), otherwise
+// into response->mutable_values() (*values_delivered false).
+// INVALID_ARGUMENT for bytes that are not a valid DataResponse (truncated,
+// bad varint, bad wire type, a group); unknown fields are skipped.
+absl::Status DecodeDataResponse(const grpc::ByteBuffer& buffer,
+                                absl::Span<char> values_into,
+                                proto::DataResponse* response,
+                                bool* values_delivered);
+
+// The request_id of an encoded DataResponse (0, proto3's default, when the
+// field is absent), read without copying anything else. INVALID_ARGUMENT for
+// malformed bytes before (or in) the field.
+absl::StatusOr<uint64_t> PeekDataResponseRequestId(
+    const grpc::ByteBuffer& buffer);
+
+// Same as DecodeDataResponse, from contiguous bytes (tests and fuzzing).
+absl::Status DecodeDataResponseBytes(absl::string_view bytes,
+                                     absl::Span<char> values_into,
+                                     proto::DataResponse* response,
+                                     bool* values_delivered);
+
+}  // namespace ps
+
+#endif  // PS_PROTO_DATA_WIRE_H_
