@@ -553,18 +553,25 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
           reinterpret_cast<const char*>(grads.data() + at),
           chunk.length * sizeof(float));
     }
-    // A pull's values are copied by the connection from the received
-    // buffer straight into the caller's span (a size mismatch is INTERNAL).
-    absl::Span<char> dst;
-    if (IsPull(op)) {
-      dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
-                             chunk.length * sizeof(float));
-    }
-    connections_[chunk.shard]->Send(
-        std::move(request), dst,
-        [joiner](const absl::Status& status, proto::DataResponse*) {
-          joiner->Done(status);
-        });
+    float* dst = IsPull(op) ? out.data() + at : nullptr;
+    const std::string* address = &connections_[chunk.shard]->address();
+    connections_[chunk.shard]->Send(std::move(request),
+         [joiner, dst, length = chunk.length, address](
+             const absl::Status& status, proto::DataResponse* response) {
+           absl::Status result = status;
+           if (result.ok() && dst != nullptr) {
+             if (response->values().size() != length * sizeof(float)) {
+               result = absl::InternalError(absl::StrCat(
+                   "server ", *address, " returned ",
+                   response->values().size(), " bytes for a pull of ", length,
+                   " floats"));
+             } else {
+               std::memcpy(dst, response->values().data(),
+                           length * sizeof(float));
+             }
+           }
+           joiner->Done(result);
+         });
   }
   return promise.future();
 }
@@ -705,14 +712,32 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
     r.set_clock(next);
   }
   std::vector<proto::ClockResponse> responses;
-  std::vector<absl::Status> statuses = CallAll(
-      "Clock", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
-      &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::ClockRequest* request, proto::ClockResponse* response,
-         auto done) {
-        async->Clock(context, request, response, std::move(done));
-      });
+  std::vector<absl::Status> statuses;
+  // A Clock call that was in flight when its server died (or restarted)
+  // fails UNAVAILABLE even with wait_for_ready. Clock is idempotent on the
+  // server (a clock it already has is a retry), so the whole call is
+  // repeated with backoff until the RPC timeout.
+  const absl::Time deadline = absl::Now() + RpcTimeout(options_);
+  absl::Duration backoff = absl::Milliseconds(
+      std::max<int64_t>(options_.client.reconnect_initial_backoff_ms, 1));
+  const absl::Duration max_backoff = std::max(
+      backoff, absl::Milliseconds(options_.client.reconnect_max_backoff_ms));
+  while (true) {
+    statuses = CallAll(
+        "Clock", std::max(deadline - absl::Now(), absl::Milliseconds(1)),
+        /*wait_for_ready=*/true, requests, &responses,
+        [](auto* async, grpc::ClientContext* context,
+           const proto::ClockRequest* request, proto::ClockResponse* response,
+           auto done) {
+          async->Clock(context, request, response, std::move(done));
+        });
+    const bool transient = std::any_of(
+        statuses.begin(), statuses.end(),
+        [](const absl::Status& s) { return absl::IsUnavailable(s); });
+    if (!transient || absl::Now() + backoff >= deadline) break;
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, max_backoff);
+  }
   RETURN_IF_ERROR(FirstError(statuses));
   int64_t reached = next;
   for (const auto& r : responses) reached = std::max(reached, r.clock());

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "server/executor.h"
 #include "server/shard.h"
+#include "server/worker_registry.h"
 
 namespace ps {
 namespace {
@@ -528,6 +529,27 @@ TEST_F(CheckpointTest, CheckpointerThreadAnswersRequests) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(ReadCheckpointFile(result->path).ok());
   checkpointer.Stop();
+}
+
+TEST(WorkerCatchUpTest, OnlyARestoredRegistryCatchesUpAndOnlyOnce) {
+  const absl::Time t = absl::Now();
+  WorkerRegistry fresh(2, absl::Seconds(60), absl::Seconds(60), t);
+  EXPECT_FALSE(fresh.CatchUp(0, 5));  // not restored: clock jumps stay errors
+  EXPECT_EQ(fresh.AdvanceClock(0, 3, t).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  WorkerRegistry restored(2, absl::Seconds(60), absl::Seconds(60), t);
+  ASSERT_TRUE(restored.ImportState({{3, 0}, {3, 0}}, 3, 0).ok());
+  EXPECT_EQ(restored.FloorClock(), 3);
+  EXPECT_TRUE(restored.CatchUp(0, 7));
+  EXPECT_EQ(restored.FloorClock(), 3);  // worker 1 still at 3
+  EXPECT_FALSE(restored.CatchUp(0, 9));  // confirmed: only the first counts
+  EXPECT_FALSE(restored.CatchUp(1, 2));  // behind: confirms, no change
+  EXPECT_FALSE(restored.CatchUp(1, 7));
+  EXPECT_EQ(restored.FloorClock(), 3);
+  // Worker 1's Clock(4) is an ordinary step now; worker 0 is at 7.
+  ASSERT_TRUE(restored.AdvanceClock(1, 4, t).ok());
+  EXPECT_EQ(restored.FloorClock(), 4);
 }
 
 }  // namespace

@@ -51,7 +51,6 @@ Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
       num_workers_(config.num_workers),
       options_(config.server),
       backend_(std::move(backend)),
-      inline_small_requests_(backend_->name() == "cpu"),
       executor_(executor),
       registry_(config.num_workers,
                 absl::Milliseconds(config.server.heartbeat_timeout_ms),
@@ -207,6 +206,11 @@ absl::StatusOr<bool> Shard::Heartbeat(int64_t worker_id) {
 
 void Shard::Clock(int64_t worker_id, int64_t clock,
                   std::function<void(absl::StatusOr<int64_t>)> done) {
+  if (registry_.CatchUp(worker_id, clock - 1)) {
+    spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
+                 "caught up (steps this shard lost are skipped)",
+                 shard_index_, worker_id, clock - 1);
+  }
   absl::StatusOr<int64_t> advanced =
       registry_.AdvanceClock(worker_id, clock, absl::Now());
   if (!advanced.ok()) {
@@ -346,24 +350,6 @@ void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
       done(std::move(response));
     };
   }
-  if (inline_small_requests_) {
-    // Bytes the request moves; a pull's answer counts too.
-    uint64_t bytes = request->keys().size() + request->values().size();
-    if (request->op() != proto::PUSH) {
-      if (request->keys().empty()) {
-        bytes += request->length() * sizeof(float);  // dense (or empty)
-      } else if (ShardTable* table = FindTable(request->table_id())) {
-        bytes += request->keys().size() / sizeof(uint64_t) *
-                 table->config().dim * sizeof(float);
-      }
-    }
-    if (bytes <= kInlineDataBytes) {
-      // No hand-off: validation, a consistency check that parks (never
-      // waits) and a small update, all on this thread.
-      ProcessData(request, done);
-      return;
-    }
-  }
   auto shared_done = std::make_shared<DataDone>(std::move(done));
   if (!executor_->Schedule([this, request, shared_done] {
         ProcessData(request, *shared_done);
@@ -392,6 +378,13 @@ void Shard::ProcessData(
   const int64_t worker = request->worker_id();
   if (worker >= 0) {
     const bool live = registry_.Touch(worker, absl::Now());
+    if (live && registry_.CatchUp(worker, request->clock())) {
+      spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
+                   "caught up (steps this shard lost are skipped)",
+                   shard_index_, worker, request->clock());
+      // The lost steps are applied (empty) on the executor; waits wake then.
+      executor_->Schedule([this] { AdvanceSteps(); });
+    }
     if (!live && IsPushOp(request->op()) &&
         config.consistency != Consistency::kAsync) {
       done(ErrorResponse(

@@ -36,6 +36,7 @@ absl::StatusOr<int64_t> WorkerRegistry::Register(int64_t worker_id,
   if (!w.live) {
     w.live = true;
     w.clock = floor_clock_;
+    w.clock_confirmed = true;
     w.barriers_arrived = std::max(w.barriers_arrived, barriers_completed_);
   }
   w.seen = true;
@@ -67,6 +68,7 @@ absl::StatusOr<int64_t> WorkerRegistry::AdvanceClock(int64_t worker_id,
         "worker ", worker_id, " was evicted; call RegisterWorker again"));
   }
   w.seen = true;
+  w.clock_confirmed = true;
   w.last_seen = now;
   w.deadline = now + heartbeat_timeout_;
   if (clock <= w.clock) return w.clock;  // a retried Clock call
@@ -79,6 +81,18 @@ absl::StatusOr<int64_t> WorkerRegistry::AdvanceClock(int64_t worker_id,
   w.clock = clock;
   Recompute();
   return w.clock;
+}
+
+bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock) {
+  if (worker_id < 0 || worker_id >= num_workers_) return false;
+  absl::MutexLock lock(&mu_);
+  Worker& w = workers_[worker_id];
+  if (!w.live || w.clock_confirmed) return false;
+  w.clock_confirmed = true;
+  if (clock <= w.clock) return false;
+  w.clock = clock;
+  Recompute();
+  return true;
 }
 
 absl::Status WorkerRegistry::ArriveAtBarrier(int64_t worker_id,
@@ -162,6 +176,7 @@ absl::Status WorkerRegistry::ImportState(
   for (int i = 0; i < num_workers_; ++i) {
     workers_[i].clock = workers[i].clock;
     workers_[i].barriers_arrived = workers[i].barriers_arrived;
+    workers_[i].clock_confirmed = false;
   }
   floor_clock_ = floor_clock;
   barriers_completed_ = barriers_completed;

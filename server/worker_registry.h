@@ -68,6 +68,18 @@ class WorkerRegistry {
   absl::StatusOr<int64_t> AdvanceClock(int64_t worker_id, int64_t clock,
                                        absl::Time now);
 
+  // Catch-up after a restore from a checkpoint (ImportState): the first
+  // clock-carrying request of a live worker since then (a data request at
+  // clock c, or a Clock call to c + 1) tells the worker's real clock. A
+  // worker only uses clock c after every server accepted it, so a c above
+  // the restored one means this shard lost the steps since its checkpoint:
+  // the worker's clock moves up to c and the floor follows, so sync steps
+  // the shard lost are skipped (applied empty) instead of waited for
+  // forever. Later requests of the worker, and every request to a shard
+  // that was not restored, change nothing here (clock jumps stay errors).
+  // Returns true when the clock moved.
+  bool CatchUp(int64_t worker_id, int64_t clock);
+
   // Records that a live worker called barrier `generation`.
   // INVALID_ARGUMENT for a bad id; FAILED_PRECONDITION for an evicted worker.
   absl::Status ArriveAtBarrier(int64_t worker_id, uint64_t generation,
@@ -90,7 +102,8 @@ class WorkerRegistry {
   // Clocks and barrier counts for a checkpoint: one WorkerState per worker.
   void ExportState(std::vector<WorkerState>* workers, int64_t* floor_clock,
                    uint64_t* barriers_completed) const;
-  // Restores them (checkpoint restore at start; liveness is untouched).
+  // Restores them (checkpoint restore at start; liveness is untouched) and
+  // lets each worker's next clock-carrying request catch it up (CatchUp).
   // INVALID_ARGUMENT when the worker count differs.
   absl::Status ImportState(const std::vector<WorkerState>& workers,
                            int64_t floor_clock, uint64_t barriers_completed);
@@ -104,6 +117,9 @@ class WorkerRegistry {
   struct Worker {
     bool live = true;
     bool seen = false;  // has sent anything since the shard started
+    // False from a checkpoint restore until a request carrying the worker's
+    // clock (or a re-admission) confirms it: see CatchUp().
+    bool clock_confirmed = true;
     int64_t clock = 0;
     uint64_t barriers_arrived = 0;
     absl::Time last_seen;

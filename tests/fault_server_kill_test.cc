@@ -10,6 +10,12 @@
 // resend what was unanswered, and the job must still converge to w* within
 // 1e-3 relative error. Updates shard 1 applied after its last checkpoint are
 // lost by design; SGD makes up for them.
+//
+// The same with a sync table and 2 workers (bulk-synchronous minibatch SGD):
+// the restarted shard is at its checkpoint's step while the workers are
+// further on; their first requests catch its worker clocks up
+// (WorkerRegistry::CatchUp), the steps it lost are skipped, and training
+// finishes and converges.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -110,6 +116,9 @@ client:
   const Problem problem = MakeProblem();
 
   std::atomic<int> progress{0};  // steps finished by all workers together
+  // Workers wait at half-time until the server was killed, so the kill
+  // always lands mid-training however slow the machine is.
+  std::atomic<bool> killed_flag{false};
   std::vector<absl::Status> results(kWorkers);
   std::vector<std::thread> workers;
   for (int w = 0; w < kWorkers; ++w) {
@@ -126,6 +135,9 @@ client:
       std::uniform_int_distribution<int> pick(begin, end - 1);
       std::vector<float> params(kFeatures), grad(kFeatures);
       for (int step = 0; step < kSteps; ++step) {
+        if (step == kSteps / 2) {
+          while (!killed_flag) absl::SleepFor(absl::Milliseconds(1));
+        }
         absl::Status s =
             (*client)->PullDense(0, 0, absl::MakeSpan(params)).Wait();
         if (!s.ok()) {
@@ -165,9 +177,10 @@ client:
   EXPECT_THAT(checkpoint->path(), HasSubstr("/shard-1-of-2/ckpt-"));
   EXPECT_GT(checkpoint->bytes(), 48u * 4);
 
-  ASSERT_TRUE(wait_progress(kWorkers * kSteps / 2));
+  ASSERT_TRUE(wait_progress(kWorkers * (kSteps / 2)));
   const int at_kill = progress.load();
   absl::StatusOr<int> killed = (*cluster)->KillServer(1, SIGKILL);
+  killed_flag = true;
   ASSERT_TRUE(killed.ok());
   EXPECT_TRUE(WIFSIGNALED(*killed));
   absl::SleepFor(absl::Milliseconds(300));  // the clients notice, back off
@@ -211,6 +224,139 @@ client:
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_GT((*stats)[1].tables[0].version,
             static_cast<uint64_t>(kWorkers * kSteps - at_kill));
+}
+
+double RelativeError(const std::vector<float>& w, const Problem& problem) {
+  double err = 0, norm = 0;
+  for (int j = 0; j < kFeatures; ++j) {
+    err += (w[j] - problem.w_star[j]) * (w[j] - problem.w_star[j]);
+    norm += problem.w_star[j] * problem.w_star[j];
+  }
+  return std::sqrt(err / norm);
+}
+
+TEST(FaultServerKillTest, SyncJobResumesAfterRestoreAndConverges) {
+  constexpr int kSyncWorkers = 2;
+  constexpr int kSyncSteps = 120;
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string checkpoint_dir =
+      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/server_kill_sync_ckpt");
+  ClusterSpec spec;
+  spec.num_servers = 2;
+  spec.num_workers = kSyncWorkers;
+  spec.body_yaml = absl::StrCat(R"(
+tables:
+  - name: w
+    kind: dense
+    size: 48
+    consistency: sync
+    optimizer: {type: sgd, learning_rate: 0.3}
+server:
+  checkpoint_dir: ")", checkpoint_dir, R"("
+client:
+  rpc_timeout_ms: 20000
+  heartbeat_interval_ms: 200
+  reconnect_initial_backoff_ms: 20
+  reconnect_max_backoff_ms: 200
+  max_reconnect_attempts: 1000
+)");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(spec);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const Problem problem = MakeProblem();
+
+  std::atomic<int> progress{0};
+  std::atomic<bool> killed_flag{false};
+  std::vector<absl::Status> results(kSyncWorkers);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kSyncWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      absl::StatusOr<std::unique_ptr<Client>> client = (*cluster)->Connect(w);
+      if (!client.ok()) {
+        results[w] = client.status();
+        return;
+      }
+      std::mt19937 rng(200 + w);
+      const int begin = w * kSamples / kSyncWorkers;
+      const int end = (w + 1) * kSamples / kSyncWorkers;
+      std::uniform_int_distribution<int> pick(begin, end - 1);
+      std::vector<float> params(kFeatures), grad(kFeatures);
+      while ((*client)->clock() < kSyncSteps) {
+        if ((*client)->clock() == kSyncSteps / 2) {
+          while (!killed_flag) absl::SleepFor(absl::Milliseconds(1));
+        }
+        absl::Status s =
+            (*client)->PullDense(0, 0, absl::MakeSpan(params)).Wait();
+        if (!s.ok()) {
+          results[w] = s;
+          return;
+        }
+        std::vector<double> g(kFeatures, 0.0);
+        for (int b = 0; b < kBatch; ++b) {
+          const int i = pick(rng);
+          const double* row = &problem.x[i * kFeatures];
+          double residual = -problem.y[i];
+          for (int j = 0; j < kFeatures; ++j) residual += row[j] * params[j];
+          for (int j = 0; j < kFeatures; ++j) g[j] += residual * row[j];
+        }
+        for (int j = 0; j < kFeatures; ++j) {
+          grad[j] = static_cast<float>(g[j] / kBatch);
+        }
+        s = (*client)->PushDense(0, 0, grad).Wait();
+        if (!s.ok()) {
+          results[w] = s;
+          return;
+        }
+        // A Clock call on the wire when the server dies is retried by the
+        // client itself (ClientImpl::Clock), so no error reaches the trainer.
+        absl::StatusOr<int64_t> clock = (*client)->Clock();
+        if (!clock.ok()) {
+          results[w] = clock.status();
+          return;
+        }
+        ++progress;
+      }
+    });
+  }
+  auto wait_progress = [&](int target) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (progress.load() < target && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return progress.load() >= target;
+  };
+  ASSERT_TRUE(wait_progress(kSyncWorkers * kSyncSteps / 4));
+  absl::StatusOr<proto::CheckpointResponse> checkpoint =
+      RequestCheckpoint((*cluster)->addresses()[1]);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  ASSERT_TRUE(wait_progress(kSyncWorkers * (kSyncSteps / 2)));
+  absl::StatusOr<int> killed = (*cluster)->KillServer(1, SIGKILL);
+  killed_flag = true;
+  ASSERT_TRUE(killed.ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE((*cluster)->RestartServer(1).ok());
+
+  for (std::thread& t : workers) t.join();
+  for (int w = 0; w < kSyncWorkers; ++w) {
+    ASSERT_TRUE(results[w].ok()) << "worker " << w << ": " << results[w]
+                                 << "\n" << (*cluster)->ServerLog(1);
+  }
+  const std::string log = (*cluster)->ServerLog(1);
+  EXPECT_NE(log.find("restored checkpoint"), std::string::npos) << log;
+  EXPECT_NE(log.find("caught up"), std::string::npos) << log;
+
+  absl::StatusOr<std::unique_ptr<Client>> reader = (*cluster)->Connect(-1);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<float> w(kFeatures);
+  ASSERT_TRUE((*reader)->PullDense(0, 0, absl::MakeSpan(w)).Wait().ok());
+  const double relative = RelativeError(w, problem);
+  std::printf("sync: relative error %.3g\n", relative);
+  EXPECT_LT(relative, 1e-3);
+  absl::StatusOr<std::vector<ShardStats>> stats = (*reader)->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  for (const ShardStats& shard : *stats) {
+    EXPECT_EQ(shard.tables[0].step, kSyncSteps) << "shard " << shard.shard_index;
+  }
 }
 
 }  // namespace
