@@ -553,25 +553,18 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
           reinterpret_cast<const char*>(grads.data() + at),
           chunk.length * sizeof(float));
     }
-    float* dst = IsPull(op) ? out.data() + at : nullptr;
-    const std::string* address = &connections_[chunk.shard]->address();
-    connections_[chunk.shard]->Send(std::move(request),
-         [joiner, dst, length = chunk.length, address](
-             const absl::Status& status, proto::DataResponse* response) {
-           absl::Status result = status;
-           if (result.ok() && dst != nullptr) {
-             if (response->values().size() != length * sizeof(float)) {
-               result = absl::InternalError(absl::StrCat(
-                   "server ", *address, " returned ",
-                   response->values().size(), " bytes for a pull of ", length,
-                   " floats"));
-             } else {
-               std::memcpy(dst, response->values().data(),
-                           length * sizeof(float));
-             }
-           }
-           joiner->Done(result);
-         });
+    // A pull's values are copied by the connection from the received
+    // buffer straight into the caller's span (a size mismatch is INTERNAL).
+    absl::Span<char> dst;
+    if (IsPull(op)) {
+      dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
+                             chunk.length * sizeof(float));
+    }
+    connections_[chunk.shard]->Send(
+        std::move(request), dst,
+        [joiner](const absl::Status& status, proto::DataResponse*) {
+          joiner->Done(status);
+        });
   }
   return promise.future();
 }

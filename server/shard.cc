@@ -51,6 +51,7 @@ Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
       num_workers_(config.num_workers),
       options_(config.server),
       backend_(std::move(backend)),
+      inline_small_requests_(backend_->name() == "cpu"),
       executor_(executor),
       registry_(config.num_workers,
                 absl::Milliseconds(config.server.heartbeat_timeout_ms),
@@ -349,6 +350,24 @@ void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
       metrics->DataRequestFinished(op, response.status_code(), start);
       done(std::move(response));
     };
+  }
+  if (inline_small_requests_) {
+    // Bytes the request moves; a pull's answer counts too.
+    uint64_t bytes = request->keys().size() + request->values().size();
+    if (request->op() != proto::PUSH) {
+      if (request->keys().empty()) {
+        bytes += request->length() * sizeof(float);  // dense (or empty)
+      } else if (ShardTable* table = FindTable(request->table_id())) {
+        bytes += request->keys().size() / sizeof(uint64_t) *
+                 table->config().dim * sizeof(float);
+      }
+    }
+    if (bytes <= kInlineDataBytes) {
+      // No hand-off: validation, a consistency check that parks (never
+      // waits) and a small update, all on this thread.
+      ProcessData(request, done);
+      return;
+    }
   }
   auto shared_done = std::make_shared<DataDone>(std::move(done));
   if (!executor_->Schedule([this, request, shared_done] {
