@@ -1,5 +1,6 @@
 #include "common/logging.h"
 
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -47,9 +48,13 @@ absl::Status ValidateLogLevel(const std::string& level) {
 void InitLogging(const std::string& level, const std::string& prefix) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   auto logger = std::make_shared<spdlog::logger>("ps", std::move(sink));
-  const std::string escaped = absl::StrReplaceAll(prefix, {{"%", "%%"}});
-  logger->set_pattern(
-      absl::StrCat("[%Y-%m-%d %H:%M:%S.%e] [", escaped, "] [%l] %v"));
+  const char* env = std::getenv(kLogPrefixEnvVar);
+  const std::string shown = env != nullptr ? std::string(env) : prefix;
+  const std::string escaped = absl::StrReplaceAll(shown, {{"%", "%%"}});
+  logger->set_pattern(absl::StrCat(
+      "[%Y-%m-%d %H:%M:%S.%e] ",
+      escaped.empty() ? std::string() : absl::StrCat("[", escaped, "] "),
+      "[%l] %v"));
   const LevelName* found = FindLevel(level);
   logger->set_level(found != nullptr ? found->level : spdlog::level::info);
   logger->flush_on(spdlog::level::trace);

@@ -26,10 +26,18 @@ absl::Status ValidateLogLevel(const std::string& level);
 // and sets its level. `prefix` is inserted literally (a '%' in it is escaped),
 // e.g. "server 0" or "worker 3". An invalid `level` (callers should check it
 // with ValidateLogLevel() first) falls back to "info" and logs a warning.
+// When the environment variable named by kLogPrefixEnvVar ("PS_LOG_PREFIX")
+// is set, its value replaces `prefix`, and an empty value drops the
+// "[<prefix>] " part altogether: a supervisor that already labels each
+// child's lines (ps_launch prints "[server 0] ...") sets it to "" so the
+// role is not shown twice. Standalone daemons keep their prefix.
 // May be called again to change the prefix or level. Thread-safe with respect
 // to concurrent logging (spdlog swaps the default logger under its lock), but
 // callers should initialise before starting threads.
 void InitLogging(const std::string& level, const std::string& prefix);
+
+// The environment variable InitLogging() reads (see above).
+inline constexpr char kLogPrefixEnvVar[] = "PS_LOG_PREFIX";
 
 }  // namespace ps
 

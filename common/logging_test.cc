@@ -1,5 +1,7 @@
 #include "common/logging.h"
 
+#include <stdlib.h>
+
 #include <regex>
 #include <string>
 
@@ -60,6 +62,36 @@ TEST(LoggingTest, InvalidLevelFallsBackToInfoWithAWarning) {
   EXPECT_NE(out.find("] shown\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("hidden"), std::string::npos) << out;
   EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::info);
+}
+
+TEST(LoggingTest, EmptyPrefixFromEnvironmentDropsTheRole) {
+  ASSERT_EQ(setenv(kLogPrefixEnvVar, "", 1), 0);
+  testing::internal::CaptureStderr();
+  InitLogging("info", "server 1");
+  spdlog::info("supervised");
+  const std::string out = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(unsetenv(kLogPrefixEnvVar), 0);
+  const std::regex expected("\\[[0-9: .-]{23}\\] \\[info\\] supervised\n");
+  EXPECT_TRUE(std::regex_match(out, expected)) << out;
+}
+
+TEST(LoggingTest, PrefixFromEnvironmentReplacesTheArgument) {
+  ASSERT_EQ(setenv(kLogPrefixEnvVar, "pod-7", 1), 0);
+  testing::internal::CaptureStderr();
+  InitLogging("info", "server 1");
+  spdlog::info("x");
+  const std::string out = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(unsetenv(kLogPrefixEnvVar), 0);
+  const std::regex expected("\\[[0-9: .-]{23}\\] \\[pod-7\\] \\[info\\] x\n");
+  EXPECT_TRUE(std::regex_match(out, expected)) << out;
+
+  // Unset again: the argument is used.
+  testing::internal::CaptureStderr();
+  InitLogging("info", "server 1");
+  spdlog::info("y");
+  const std::string standalone = testing::internal::GetCapturedStderr();
+  EXPECT_NE(standalone.find("] [server 1] [info] y\n"), std::string::npos)
+      << standalone;
 }
 
 }  // namespace

@@ -96,6 +96,12 @@ absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
     cluster["servers"] = servers;
     if (overrides.workers > 0) cluster["num_workers"] = overrides.workers;
     if (overrides.epochs > 0) root["training"]["epochs"] = overrides.epochs;
+    if (!overrides.checkpoint_dir.empty()) {
+      root["server"]["checkpoint_dir"] = overrides.checkpoint_dir;
+    }
+    if (overrides.checkpoint_interval_s > 0) {
+      root["server"]["checkpoint_interval_s"] = overrides.checkpoint_interval_s;
+    }
     YAML::Node tables = root["tables"];
     if (tables.IsSequence()) {
       for (size_t i = 0; i < tables.size(); ++i) {

@@ -49,6 +49,29 @@ TEST(EffectiveConfigTest, AppliesOverridesAndRendersAddresses) {
   EXPECT_EQ(rendered->training.batch_size, 32);
 }
 
+TEST(EffectiveConfigTest, CheckpointOverridesAddTheServerSection) {
+  // The embedded default has no server: section; the overrides create it.
+  ConfigOverrides o;
+  o.checkpoint_dir = "/tmp/ps launch: odd #dir";
+  o.checkpoint_interval_s = 2;
+  absl::StatusOr<EffectiveConfig> c =
+      EffectiveConfig::Create(kDefaultConfigYaml, "default", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config().server.checkpoint_dir, "/tmp/ps launch: odd #dir");
+  EXPECT_EQ(c->config().server.checkpoint_interval_s, 2);
+  absl::StatusOr<ClusterConfig> rendered =
+      ParseClusterConfig(c->Render({"127.0.0.1:5", "127.0.0.1:6"}), "r");
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(rendered->server.checkpoint_dir, "/tmp/ps launch: odd #dir");
+  EXPECT_EQ(rendered->server.checkpoint_interval_s, 2);
+
+  // Without them the server section stays as configured (absent: defaults).
+  c = EffectiveConfig::Create(kDefaultConfigYaml, "default", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config().server.checkpoint_dir, "");
+  EXPECT_EQ(c->config().server.checkpoint_interval_s, 0);
+}
+
 TEST(EffectiveConfigTest, BadOverridesAreInvalidArgument) {
   ConfigOverrides o;
   o.sets = {"tables.5.size=3"};

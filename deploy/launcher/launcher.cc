@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -25,8 +26,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/client.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "deploy/launcher/report.h"
+
+extern "C" char** environ;
 
 namespace ps::launcher {
 namespace {
@@ -58,7 +62,27 @@ struct Child {
   bool exited = false;
   int wstatus = 0;
   bool reported = false;  // returned by TakeExited()
+  bool chaos_killed = false;  // SIGKILLed by the fault injection
 };
+
+// This process's environment plus `extra` ("NAME=value" entries replace
+// inherited ones of the same name). Built before fork(): the child must not
+// allocate.
+std::vector<std::string> ChildEnvironment(
+    const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    bool replaced = false;
+    for (const std::string& x : extra) {
+      const std::string name = x.substr(0, x.find('=') + 1);
+      if (entry.compare(0, name.size(), name) == 0) replaced = true;
+    }
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
 
 // Owns the children: starts them, relays their output, stops them.
 class Cluster {
@@ -76,6 +100,13 @@ class Cluster {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // The launcher labels every line "[server 0] ..." itself, so the
+    // children's own prefix goes (common/logging.h).
+    std::vector<std::string> env =
+        ChildEnvironment({absl::StrCat(kLogPrefixEnvVar, "=")});
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
@@ -92,7 +123,7 @@ class Cluster {
       dup2(fds[1], STDERR_FILENO);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
-      execv(argv[0], argv.data());
+      execve(argv[0], argv.data(), envp.data());
       std::fprintf(stderr, "cannot execute %s: %s\n", argv[0],
                    std::strerror(errno));
       _exit(127);
@@ -150,6 +181,24 @@ class Cluster {
       }
     }
     return out;
+  }
+
+  // SIGKILLs the running server `index` as an injected fault (its exit is
+  // then not a failure). Returns its pid, or -1 when it is not running.
+  pid_t KillServerForChaos(int index) {
+    for (Child& c : children_) {
+      if (!c.is_worker && c.index == index && !c.exited) {
+        c.chaos_killed = true;
+        kill(c.pid, SIGKILL);
+        return c.pid;
+      }
+    }
+    return -1;
+  }
+
+  // When the first worker START line arrived (training started), if it did.
+  std::optional<Clock::time_point> training_started() const {
+    return training_started_;
   }
 
   bool AnyRunning(bool workers) const {
@@ -242,6 +291,9 @@ class Cluster {
       if (std::optional<ProtocolLine> p = ParseProtocolLine(line)) {
         report_->Add(c->index, *p);
         progress = p->kind == "PROGRESS";
+        if (p->kind == "START" && !training_started_) {
+          training_started_ = Clock::now();
+        }
       }
     }
     // On a TTY the bar stands in for the PROGRESS lines.
@@ -281,6 +333,7 @@ class Cluster {
   std::vector<Child> children_;
   bool bar_shown_ = false;
   bool bar_started_ = false;
+  std::optional<Clock::time_point> training_started_;
   Clock::time_point last_plain_ = Clock::now();
 };
 
@@ -347,11 +400,15 @@ const TableConfig* ModelTable(const ClusterConfig& config) {
   return config.tables.empty() ? nullptr : &config.tables[0];
 }
 
-// Removes the files the launcher wrote into `dir`, then `dir`.
+// Removes the files the launcher wrote into `dir` (and the servers'
+// checkpoints under <dir>/checkpoints, when the launcher put them there),
+// then `dir`.
 void RemoveTempDir(const std::string& dir, int num_servers) {
   for (int i = 0; i < num_servers; ++i) {
     unlink(absl::StrCat(dir, "/port_", i).c_str());
   }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir + "/checkpoints", ignored);
   unlink((dir + "/cluster.servers.yaml").c_str());
   unlink((dir + "/cluster.yaml").c_str());
   rmdir(dir.c_str());
@@ -364,7 +421,18 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
                    EffectiveConfig::Create(options.config_text,
                                            options.config_source,
                                            options.overrides));
-  const ClusterConfig& config = effective.config();
+  const bool chaos = options.kill_server >= 0;
+  if (chaos) {
+    if (options.kill_server >= effective.num_servers()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kill_server=", options.kill_server, " but the cluster has ",
+          effective.num_servers(), " server(s)"));
+    }
+    if (options.kill_after_s < 0 || options.restart_delay_s < 0) {
+      return absl::InvalidArgumentError(
+          "--kill_after_s and the restart delay must be >= 0");
+    }
+  }
   for (const std::string* bin : {&options.server_bin, &options.worker_bin}) {
     if (access(bin->c_str(), X_OK) != 0) {
       return absl::NotFoundError(
@@ -372,7 +440,7 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
     }
   }
   const int num_servers = effective.num_servers();
-  const int num_workers = config.num_workers;
+  const int num_workers = effective.config().num_workers;
   int blas_threads = options.blas_threads;
   if (blas_threads <= 0) {
     const int cores =
@@ -383,6 +451,21 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
   LaunchResult result;
   ASSIGN_OR_RETURN(result.tmp_dir, MakeTempDir());
   const std::string& dir = result.tmp_dir;
+  if (chaos) {
+    // A killed server restores its newest checkpoint: make sure there are
+    // checkpoints, and recent ones.
+    ConfigOverrides overrides = options.overrides;
+    if (effective.config().server.checkpoint_dir.empty()) {
+      overrides.checkpoint_dir = dir + "/checkpoints";
+    }
+    if (effective.config().server.checkpoint_interval_s <= 0) {
+      overrides.checkpoint_interval_s = kChaosCheckpointIntervalS;
+    }
+    ASSIGN_OR_RETURN(effective,
+                     EffectiveConfig::Create(options.config_text,
+                                             options.config_source, overrides));
+  }
+  const ClusterConfig& config = effective.config();
   std::vector<std::string> placeholders;
   for (int i = 0; i < num_servers; ++i) {
     placeholders.push_back(absl::StrCat("127.0.0.1:", 1 + i));
@@ -421,19 +504,24 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
   };
 
   // 1. Servers on OS-picked ports.
+  auto server_args = [&](int i, const std::string& port) {
+    return std::vector<std::string>{
+        options.server_bin, "--config=" + server_config,
+        absl::StrCat("--index=", i), absl::StrCat("--listen=127.0.0.1:", port),
+        absl::StrCat("--port_file=", dir, "/port_", i)};
+  };
   for (int i = 0; i < num_servers; ++i) {
-    RETURN_IF_ERROR(cluster.Spawn(
-        absl::StrCat("server ", i), false, i,
-        {options.server_bin, "--config=" + server_config,
-         absl::StrCat("--index=", i), "--listen=127.0.0.1:0",
-         absl::StrCat("--port_file=", dir, "/port_", i)}));
+    RETURN_IF_ERROR(
+        cluster.Spawn(absl::StrCat("server ", i), false, i, server_args(i, "0")));
   }
   std::vector<std::string> addresses(num_servers);
+  std::vector<std::string> ports(num_servers);
   while (true) {
     int ready = 0;
     for (int i = 0; i < num_servers; ++i) {
       if (addresses[i].empty()) {
         if (auto port = ReadPortFile(absl::StrCat(dir, "/port_", i))) {
+          ports[i] = *port;
           addresses[i] = absl::StrCat("127.0.0.1:", *port);
         }
       }
@@ -482,9 +570,37 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
                 options.extra_worker_flags.end());
     RETURN_IF_ERROR(cluster.Spawn(absl::StrCat("worker ", w), true, w, args));
   }
+  // The injected fault: pending -> killed (SIGKILL sent) -> reaped (exit
+  // seen; restart due after restart_delay_s) -> done.
+  enum class Chaos { kOff, kPending, kKilled, kReaped, kDone };
+  Chaos chaos_state = chaos ? Chaos::kPending : Chaos::kOff;
+  Clock::time_point killed_at;
+  const std::string victim =
+      chaos ? absl::StrCat("server ", options.kill_server) : "";
   while (cluster.AnyRunning(true)) {
-    if (cluster.Pump(200)) return interrupted();
+    if (cluster.Pump(chaos_state == Chaos::kOff ? 200 : 50)) {
+      return interrupted();
+    }
+    if (chaos_state == Chaos::kPending && cluster.training_started() &&
+        std::chrono::duration<double>(Clock::now() -
+                                      *cluster.training_started())
+                .count() >= options.kill_after_s) {
+      const pid_t pid = cluster.KillServerForChaos(options.kill_server);
+      cluster.ClearBar();
+      cluster.Message(absl::StrFormat(
+          "chaos: SIGKILL %s (pid %d) %.1f s after training started", victim,
+          pid, options.kill_after_s));
+      killed_at = Clock::now();
+      chaos_state = Chaos::kKilled;
+    }
     for (Child* c : cluster.TakeExited()) {
+      if (c->chaos_killed) {
+        cluster.Message(absl::StrCat("chaos: ", c->name, " ",
+                                     ExitText(c->wstatus),
+                                     " as injected; restarting it"));
+        chaos_state = Chaos::kReaped;
+        continue;
+      }
       if (!c->is_worker) {
         return failed(fail_on_exit(c));
       }
@@ -492,6 +608,27 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
         return failed(fail_on_exit(c));
       }
     }
+    if (chaos_state == Chaos::kReaped &&
+        SecondsSince(killed_at) >= options.restart_delay_s) {
+      // Same command line, but on the port it had: the workers' config
+      // names it, and the server restores its newest checkpoint.
+      const int i = options.kill_server;
+      if (absl::Status s =
+              cluster.Spawn(victim, false, i, server_args(i, ports[i]));
+          !s.ok()) {
+        return failed(s);
+      }
+      ++result.server_restarts;
+      cluster.Message(absl::StrFormat(
+          "chaos: restarted %s on port %s (%.1f s after the kill)", victim,
+          ports[i], SecondsSince(killed_at)));
+      chaos_state = Chaos::kDone;
+    }
+  }
+  if (chaos_state == Chaos::kPending) {
+    cluster.Message(absl::StrCat("chaos: training ended before --kill_after_s=",
+                                 options.kill_after_s, "; ", victim,
+                                 " was not killed"));
   }
   const double wall_s = SecondsSince(start);
   cluster.ClearBar();
@@ -531,11 +668,12 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
   }
   result.result_line = absl::StrFormat(
       "RESULT model=%s mode=%s servers=%d workers=%d epochs=%d "
-      "test_accuracy=%.4f wall_s=%.2f samples_per_s=%.1f",
+      "test_accuracy=%.4f wall_s=%.2f samples_per_s=%.1f server_restarts=%d",
       config.training.model,
       table != nullptr ? ConsistencyName(table->consistency) : "none",
       num_servers, num_workers, config.training.epochs,
-      *report.final_accuracy(), wall_s, report.samples_per_s().value_or(0.0));
+      *report.final_accuracy(), wall_s, report.samples_per_s().value_or(0.0),
+      result.server_restarts);
   if (!options.keep_tmp) RemoveTempDir(dir, num_servers);
   return result;
 }

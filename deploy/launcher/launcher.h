@@ -10,6 +10,14 @@
 // from the workers' protocol lines; when all workers have exited 0, stop the
 // servers (SIGTERM) and write the CSV / plot / RESULT line.
 //
+// Fault injection (LaunchOptions::kill_server): the launcher SIGKILLs one
+// server mid-training and restarts it with the same command line on the same
+// port; it restores its newest checkpoint and the job goes on. The injected
+// kill is not a failure.
+//
+// Children's own log prefix is switched off ($PS_LOG_PREFIX="", see
+// common/logging.h), since the launcher labels their lines already.
+//
 // Children run in their own process group (Ctrl-C reaches only the
 // launcher, which stops them in order) and get SIGTERM if the launcher dies
 // (PR_SET_PDEATHSIG).
@@ -47,17 +55,35 @@ struct LaunchOptions {
   // (the signal handler writes the signal number to it); -1 = none.
   int interrupt_fd = -1;
   FILE* out = stdout;  // relayed lines, progress, messages
+  // Fault injection: >= 0 SIGKILLs server `kill_server` `kill_after_s`
+  // seconds after training started (the first worker START line) and
+  // restarts it `restart_delay_s` later with the same command line on the
+  // same port. So that it has something to restore, the effective config
+  // gets server.checkpoint_dir = <temporary dir>/checkpoints when the config
+  // has none, and server.checkpoint_interval_s = kChaosCheckpointIntervalS
+  // when it is unset (0). -1 = off. If training ends before the kill is due,
+  // nothing is killed (a message says so; server_restarts=0).
+  int kill_server = -1;
+  double kill_after_s = 0;
+  double restart_delay_s = 1.0;
 };
 
+// The periodic checkpoint interval a server-kill launch uses when the config
+// sets none.
+inline constexpr int kChaosCheckpointIntervalS = 2;
+
 struct LaunchResult {
-  std::string result_line;  // "RESULT model=... samples_per_s=..."
+  // "RESULT model=... samples_per_s=... server_restarts=N"
+  std::string result_line;
+  int server_restarts = 0;  // servers restarted after an injected kill
   std::string csv_path;
   std::string png_path;  // "" when gnuplot failed or is missing
   std::string tmp_dir;
 };
 
-// Runs the cluster to completion. Errors: INVALID_ARGUMENT for the config
-// or overrides; NOT_FOUND for a missing binary; UNAVAILABLE /
+// Runs the cluster to completion. Errors: INVALID_ARGUMENT for the config,
+// overrides or kill options (kill_server outside [0, servers), negative
+// kill_after_s / restart_delay_s); NOT_FOUND for a missing binary; UNAVAILABLE /
 // DEADLINE_EXCEEDED when the servers do not come up; ABORTED naming the
 // failed process and its exit code ("worker 1 exited with code 2");
 // CANCELLED when interrupted. Every child is stopped before it returns.

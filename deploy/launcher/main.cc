@@ -5,6 +5,7 @@
 //             [--set dotted.path=value ...] [--out_dir DIR]
 //             [--server_bin PATH] [--worker_bin PATH] [--worker_flags F,...]
 //             [--blas_threads N] [--progress auto|bar|plain] [--keep_tmp]
+//             [--kill_server I --kill_after_s T]
 //
 // Without --config it runs the embedded default,
 // deploy/examples/fashion_mnist.yaml. ps_server and ps_worker are found next
@@ -15,7 +16,14 @@
 // progress bar on a TTY (plain lines otherwise), and finally exactly one line
 //   RESULT model=mlp mode=sync servers=2 workers=2 epochs=E
 //          test_accuracy=0.XXXX wall_s=... samples_per_s=...
+//          server_restarts=N
 // plus the paths of out/train_<timestamp>.csv and .png.
+//
+// Fault injection: --kill_server=I --kill_after_s=T SIGKILLs server I T
+// seconds after training started ("[launch] chaos: SIGKILL server I ...")
+// and restarts it with the same command line on the same port, where it
+// restores its newest checkpoint; the job then runs to the end and RESULT
+// says server_restarts=1.
 // Exit status: 0 on success; 1 when a process failed (named in the message);
 // 2 for a bad command line or config; 130 when interrupted (SIGINT/SIGTERM).
 #include <fcntl.h>
@@ -66,6 +74,18 @@ ABSL_FLAG(std::string, progress, "auto",
 ABSL_FLAG(bool, keep_tmp, false,
           "keep the temporary directory with the effective configs");
 ABSL_FLAG(double, startup_timeout_s, 60, "seconds to wait for the servers");
+ABSL_FLAG(int, kill_server, -1,
+          "fault injection: SIGKILL this server (index) --kill_after_s seconds "
+          "after training started (first worker START line), then restart it "
+          "with the same command line and port so that it restores its newest "
+          "checkpoint; the injected exit is not a failure and RESULT reports "
+          "server_restarts. If the config has no server.checkpoint_dir, a "
+          "temporary one (removed afterwards) is used; an unset (0) "
+          "server.checkpoint_interval_s becomes 2 s. -1 = off");
+ABSL_FLAG(double, kill_after_s, -1,
+          "with --kill_server: seconds after training started (>= 0)");
+ABSL_FLAG(double, restart_delay_s, 1.0,
+          "with --kill_server: seconds between the kill and the restart");
 
 namespace {
 
@@ -153,6 +173,15 @@ int main(int argc, char** argv) {
   options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
   options.keep_tmp = absl::GetFlag(FLAGS_keep_tmp);
   options.startup_timeout_s = absl::GetFlag(FLAGS_startup_timeout_s);
+  options.kill_server = absl::GetFlag(FLAGS_kill_server);
+  options.kill_after_s = absl::GetFlag(FLAGS_kill_after_s);
+  options.restart_delay_s = absl::GetFlag(FLAGS_restart_delay_s);
+  if ((options.kill_server >= 0) != (options.kill_after_s >= 0)) {
+    std::fprintf(stderr,
+                 "ps_launch: --kill_server and --kill_after_s go together "
+                 "(an index >= 0 and seconds >= 0)\n");
+    return 2;
+  }
   std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   if (out_dir.empty()) {
     // `bazel run` starts us in the runfiles tree; write where the user was.

@@ -100,10 +100,22 @@ TEST(PsLaunchTest, TrainsAndReportsResultCsvAndPlot) {
   }
   EXPECT_EQ(results, 1) << Joined(run);
   EXPECT_GT(server_lines, 0);
+  // The role shows once: the launcher's label, not the child's own prefix
+  // ("[server 1] [<time>] [info] ...").
+  const std::regex relayed_log(
+      "\\[(server|worker) [01]\\] \\[[0-9: .-]{23}\\] \\[[a-z]+\\] .*");
+  int log_lines = 0;
+  for (const std::string& l : run.lines) {
+    if (l.find("] [info] ") == std::string::npos) continue;
+    ++log_lines;
+    EXPECT_TRUE(std::regex_match(l, relayed_log)) << l;
+  }
+  EXPECT_GT(log_lines, 0);
   EXPECT_GT(worker_lines, 0);
   const std::regex result(
       "RESULT model=softmax mode=sync servers=2 workers=2 epochs=3 "
-      "test_accuracy=0\\.[0-9]{4} wall_s=[0-9.]+ samples_per_s=[0-9.]+");
+      "test_accuracy=0\\.[0-9]{4} wall_s=[0-9.]+ samples_per_s=[0-9.]+ "
+      "server_restarts=0");
   EXPECT_TRUE(std::regex_match(run.lines.back(), result)) << run.lines.back();
   // The problem is linearly separable: training must have learned it.
   const double acc = std::stod(
@@ -152,6 +164,22 @@ TEST(PsLaunchTest, FailingWorkerIsNamedWithItsExitCode) {
   for (const std::string& l : run.lines) {
     EXPECT_NE(l.rfind("RESULT ", 0), 0u) << l;
   }
+}
+
+TEST(PsLaunchTest, BadKillOptionsAreUsageErrors) {
+  const std::string dir = TempDir();
+  const std::string config = WriteConfig(dir);
+  LaunchRun run = RunLaunch(
+      absl::StrCat("--config=", config, " --kill_server=2 --kill_after_s=1"));
+  EXPECT_EQ(run.exit_code, 2) << Joined(run);
+  EXPECT_NE(Joined(run).find("--kill_server=2 but the cluster has 2 server(s)"),
+            std::string::npos)
+      << Joined(run);
+  run = RunLaunch(absl::StrCat("--config=", config, " --kill_server=1"));
+  EXPECT_EQ(run.exit_code, 2) << Joined(run);
+  EXPECT_NE(Joined(run).find("--kill_server and --kill_after_s go together"),
+            std::string::npos)
+      << Joined(run);
 }
 
 TEST(PsLaunchTest, BadConfigIsAUsageError) {
