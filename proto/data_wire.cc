@@ -1,5 +1,6 @@
 #include "proto/data_wire.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -180,7 +181,71 @@ absl::Status DecodePieces(std::vector<absl::string_view> pieces,
   return absl::OkStatus();
 }
 
+std::atomic<uint64_t> g_decoded{0};
+std::atomic<uint64_t> g_multi_slice{0};
+std::atomic<uint64_t> g_max_slices{0};
+std::atomic<uint64_t> g_bytes_received{0};
+std::atomic<uint64_t> g_bytes_copied{0};
+
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
+    const grpc::ByteBuffer& buffer) {
+  auto received = std::make_shared<ReceivedDataRequest>();
+  if (!buffer.Dump(&received->slices_).ok()) {
+    return absl::InvalidArgumentError("malformed DataRequest: unreadable buffer");
+  }
+  const std::vector<absl::string_view> pieces = Pieces(received->slices_);
+  WireRange keys, values;
+  DataRequestView& view = received->view_;
+  {
+    absl::Status s = DecodeDataRequestPieces(pieces, &view, &keys, &values);
+    if (!s.ok()) return s;
+  }
+  // Keys: viewed when whole and 8-aligned, else one copy (they are small).
+  if (keys.present && keys.size > 0 &&
+      (view.keys.empty() ||
+       reinterpret_cast<uintptr_t>(view.keys.data()) % alignof(uint64_t) != 0)) {
+    received->aligned_keys_.reset(new uint64_t[(keys.size + 7) / 8]);
+    char* dst = reinterpret_cast<char*>(received->aligned_keys_.get());
+    CopyWireRange(pieces, keys, dst, /*check_finite=*/false);
+    view.keys = absl::string_view(dst, keys.size);
+    received->bytes_copied_ += keys.size;
+  }
+  // Values: the same, scanning for inf / nan while the copy is in cache.
+  if (values.present && values.size > 0 &&
+      (view.values.empty() ||
+       reinterpret_cast<uintptr_t>(view.values.data()) % alignof(float) != 0)) {
+    received->aligned_values_.reset(new float[(values.size + 3) / 4]);
+    char* dst = reinterpret_cast<char*>(received->aligned_values_.get());
+    const bool whole_floats = values.size % 4 == 0;
+    const bool finite = CopyWireRange(pieces, values, dst, whole_floats);
+    view.values = absl::string_view(dst, values.size);
+    view.values_finite_known = whole_floats;
+    view.values_all_finite = whole_floats && finite;
+    received->bytes_copied_ += values.size;
+  }
+  g_decoded.fetch_add(1, std::memory_order_relaxed);
+  if (pieces.size() > 1) g_multi_slice.fetch_add(1, std::memory_order_relaxed);
+  uint64_t max = g_max_slices.load(std::memory_order_relaxed);
+  while (pieces.size() > max &&
+         !g_max_slices.compare_exchange_weak(max, pieces.size(),
+                                             std::memory_order_relaxed)) {
+  }
+  g_bytes_received.fetch_add(TotalSize(pieces), std::memory_order_relaxed);
+  g_bytes_copied.fetch_add(received->bytes_copied_, std::memory_order_relaxed);
+  return std::shared_ptr<const ReceivedDataRequest>(std::move(received));
+}
+
+DataRequestDecodeStats GetDataRequestDecodeStats() {
+  DataRequestDecodeStats stats;
+  stats.messages = g_decoded.load(std::memory_order_relaxed);
+  stats.multi_slice_messages = g_multi_slice.load(std::memory_order_relaxed);
+  stats.max_slices = g_max_slices.load(std::memory_order_relaxed);
+  stats.bytes_received = g_bytes_received.load(std::memory_order_relaxed);
+  stats.bytes_copied = g_bytes_copied.load(std::memory_order_relaxed);
+  return stats;
+}
 
 grpc::ByteBuffer SerializeWithPayload(
     const google::protobuf::MessageLite& message, uint32_t field_number,

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,6 +18,8 @@
 #include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+#include "proto/data_request_view.h"
 #include "proto/ps.pb.h"
 
 namespace ps {
@@ -64,6 +67,50 @@ absl::Status DecodeDataResponseBytes(absl::string_view bytes,
                                      absl::Span<char> values_into,
                                      proto::DataResponse* response,
                                      bool* values_delivered);
+
+// A DataRequest decoded from a received message (DecodeDataRequest below):
+// the view and the memory it points into. Immutable once made.
+class ReceivedDataRequest {
+ public:
+  // keys / values view either the message's own slices (held here) or
+  // aligned copies owned here: values are 4-byte aligned and keys 8-byte
+  // aligned whenever they are non-empty.
+  const DataRequestView& view() const { return view_; }
+  // Bytes copied to align or join keys / values (0 when viewed in place).
+  uint64_t bytes_copied() const { return bytes_copied_; }
+  // Slices the message arrived in.
+  size_t num_slices() const { return slices_.size(); }
+
+ private:
+  friend absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>>
+  DecodeDataRequest(const grpc::ByteBuffer& buffer);
+
+  std::vector<grpc::Slice> slices_;     // references, not copies
+  // Aligned copies when needed; not zero-filled first (written once).
+  std::unique_ptr<uint64_t[]> aligned_keys_;
+  std::unique_ptr<float[]> aligned_values_;
+  DataRequestView view_;
+  uint64_t bytes_copied_ = 0;
+};
+
+// Decodes a DataRequest from `buffer` without flattening it: keys and values
+// are viewed in place when they lie inside one slice at an address aligned
+// for their type, otherwise copied once into aligned memory; values copied
+// that way are scanned for non-finite floats in the same pass (the view's
+// values_finite_known). `buffer` may be cleared or reused afterwards (the
+// slices are referenced). INVALID_ARGUMENT as DecodeDataRequestPieces.
+absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
+    const grpc::ByteBuffer& buffer);
+
+// Process-wide counts of DecodeDataRequest(ByteBuffer) (measurements).
+struct DataRequestDecodeStats {
+  uint64_t messages = 0;
+  uint64_t multi_slice_messages = 0;
+  uint64_t max_slices = 0;
+  uint64_t bytes_received = 0;
+  uint64_t bytes_copied = 0;  // for alignment or joining slices
+};
+DataRequestDecodeStats GetDataRequestDecodeStats();
 
 }  // namespace ps
 

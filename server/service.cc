@@ -10,7 +10,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/data_wire.h"
 #include "spdlog/spdlog.h"
 
@@ -63,14 +62,12 @@ class DataStreamReactor final
       Run(actions);
       return;
     }
-    auto request = std::make_shared<proto::DataRequest>();
-    bool parsed;
-    {
-      grpc::ProtoBufferReader reader(&request_);
-      parsed = request->ParseFromZeroCopyStream(&reader);
-    }
+    // Decoded in place: keys and values stay in gRPC's slices (or one
+    // aligned copy when a slice boundary or alignment requires it).
+    absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> received =
+        DecodeDataRequest(request_);
     request_.Clear();
-    if (!parsed) {
+    if (!received.ok()) {
       Actions actions;
       {
         absl::MutexLock lock(&mu_);
@@ -88,6 +85,9 @@ class DataStreamReactor final
       ++outstanding_;
       read_paused_ = true;  // NextActions() restarts reading if allowed
     }
+    // The view shares the ReceivedDataRequest's lifetime.
+    std::shared_ptr<const DataRequestView> request(*received,
+                                                   &(*received)->view());
     shard_->SubmitData(std::move(request), [this](proto::DataResponse r) {
       OnResponse(std::move(r));
     });
@@ -148,6 +148,15 @@ class DataStreamReactor final
 
   void OnDone() override {
     registry_->Remove(this);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      const DataRequestDecodeStats stats = GetDataRequestDecodeStats();
+      spdlog::debug(
+          "DataStream ended; requests decoded by this process: {}, {} in "
+          "several slices (at most {}), {} of {} bytes copied to align or "
+          "join keys/values",
+          stats.messages, stats.multi_slice_messages, stats.max_slices,
+          stats.bytes_copied, stats.bytes_received);
+    }
     bool destroy;
     {
       absl::MutexLock lock(&mu_);

@@ -67,8 +67,8 @@ class StreamRegistry {
 };
 
 // The generated callback service with DataStream taking raw byte buffers:
-// requests are parsed by protobuf (one copy of the values, as before), and
-// responses are encoded by hand so the pulled values are not copied again
+// requests are decoded in place and applied from gRPC's slices, responses
+// are encoded by hand so the pulled values are not copied again
 // (proto/data_wire.h). The wire format is unchanged.
 using ParameterServerCallbackBase = proto::ParameterServer::WithCallbackMethod_GetShardInfo<
     proto::ParameterServer::WithCallbackMethod_CreateTable<
@@ -129,8 +129,8 @@ class ParameterServerService final : public ParameterServerCallbackBase {
       grpc::CallbackServerContext* context,
       const proto::CheckpointRequest* request,
       proto::CheckpointResponse* response) override;
-  // A malformed DataRequest (bytes protobuf cannot parse) finishes the
-  // stream with INVALID_ARGUMENT.
+  // A malformed DataRequest (bytes protobuf cannot parse, or a group; see
+  // proto/data_request_view.h) finishes the stream with INVALID_ARGUMENT.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DataStream(
       grpc::CallbackServerContext* context) override;
 

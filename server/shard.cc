@@ -12,10 +12,10 @@
 namespace ps {
 namespace {
 
-proto::DataResponse ErrorResponse(const proto::DataRequest& request,
+proto::DataResponse ErrorResponse(const DataRequestView& request,
                                   const absl::Status& status) {
   proto::DataResponse response;
-  response.set_request_id(request.request_id());
+  response.set_request_id(request.request_id);
   response.set_status_code(static_cast<int32_t>(status.code()));
   response.set_status_message(std::string(status.message()));
   return response;
@@ -341,10 +341,24 @@ proto::StatsResponse Shard::GetStats() const {
 
 void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
                        DataDone done) {
+  // The view and the message it points into share one lifetime.
+  struct Owned {
+    std::shared_ptr<const proto::DataRequest> message;
+    DataRequestView view;
+  };
+  auto owned = std::make_shared<Owned>();
+  owned->view = ViewOf(*request);
+  owned->message = std::move(request);
+  SubmitData(std::shared_ptr<const DataRequestView>(owned, &owned->view),
+             std::move(done));
+}
+
+void Shard::SubmitData(std::shared_ptr<const DataRequestView> request,
+                       DataDone done) {
   if (metrics_ != nullptr) {
     // Recorded before the reply is handed on, so a client that has its
     // answer also sees it counted.
-    done = [metrics = metrics_, op = request->op(),
+    done = [metrics = metrics_, op = request->op,
             start = metrics_->DataRequestStarted(),
             done = std::move(done)](proto::DataResponse response) {
       metrics->DataRequestFinished(op, response.status_code(), start);
@@ -353,12 +367,12 @@ void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
   }
   if (inline_small_requests_) {
     // Bytes the request moves; a pull's answer counts too.
-    uint64_t bytes = request->keys().size() + request->values().size();
-    if (request->op() != proto::PUSH) {
-      if (request->keys().empty()) {
-        bytes += request->length() * sizeof(float);  // dense (or empty)
-      } else if (ShardTable* table = FindTable(request->table_id())) {
-        bytes += request->keys().size() / sizeof(uint64_t) *
+    uint64_t bytes = request->keys.size() + request->values.size();
+    if (request->op != proto::PUSH) {
+      if (request->keys.empty()) {
+        bytes += request->length * sizeof(float);  // dense (or empty)
+      } else if (ShardTable* table = FindTable(request->table_id)) {
+        bytes += request->keys.size() / sizeof(uint64_t) *
                  table->config().dim * sizeof(float);
       }
     }
@@ -379,12 +393,12 @@ void Shard::SubmitData(std::shared_ptr<const proto::DataRequest> request,
 }
 
 void Shard::ProcessData(
-    const std::shared_ptr<const proto::DataRequest>& request,
+    const std::shared_ptr<const DataRequestView>& request,
     const DataDone& done) {
-  ShardTable* table = FindTable(request->table_id());
+  ShardTable* table = FindTable(request->table_id);
   if (table == nullptr) {
     done(ErrorResponse(*request, absl::NotFoundError(absl::StrCat(
-                                     "table id ", request->table_id(),
+                                     "table id ", request->table_id,
                                      " does not exist on shard ",
                                      shard_index_))));
     return;
@@ -394,17 +408,17 @@ void Shard::ProcessData(
     return;
   }
   const TableConfig& config = table->config();
-  const int64_t worker = request->worker_id();
+  const int64_t worker = request->worker_id;
   if (worker >= 0) {
     const bool live = registry_.Touch(worker, absl::Now());
-    if (live && registry_.CatchUp(worker, request->clock())) {
+    if (live && registry_.CatchUp(worker, request->clock)) {
       spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
                    "caught up (steps this shard lost are skipped)",
-                   shard_index_, worker, request->clock());
+                   shard_index_, worker, request->clock);
       // The lost steps are applied (empty) on the executor; waits wake then.
       executor_->Schedule([this] { AdvanceSteps(); });
     }
-    if (!live && IsPushOp(request->op()) &&
+    if (!live && IsPushOp(request->op) &&
         config.consistency != Consistency::kAsync) {
       done(ErrorResponse(
           *request, absl::FailedPreconditionError(absl::StrCat(
@@ -418,11 +432,11 @@ void Shard::ProcessData(
   }
 
   WaitList::Ready ready;
-  const int64_t clock = request->clock();
+  const int64_t clock = request->clock;
   if (config.consistency == Consistency::kSync) {
     ready = [table, clock] { return table->steps() >= clock; };
   } else if (config.consistency == Consistency::kSsp &&
-             request->op() != proto::PUSH) {
+             request->op != proto::PUSH) {
     const int64_t needed = clock - static_cast<int64_t>(config.staleness);
     ready = [this, needed] { return registry_.FloorClock() >= needed; };
   }
@@ -440,10 +454,10 @@ void Shard::ProcessData(
   ExecuteData(table, *request, done);
 }
 
-void Shard::ExecuteData(ShardTable* table, const proto::DataRequest& request,
+void Shard::ExecuteData(ShardTable* table, const DataRequestView& request,
                         const DataDone& done) {
   proto::DataResponse response;
-  response.set_request_id(request.request_id());
+  response.set_request_id(request.request_id);
   absl::Status s = table->Execute(request, &response);
   if (!s.ok()) {
     done(ErrorResponse(request, s));

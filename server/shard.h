@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "common/backend/update_backend.h"
 #include "common/config.h"
+#include "proto/data_request_view.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
 #include "server/shard_state.h"
@@ -109,6 +110,9 @@ class Shard {
 
   // Runs one data request. `done` gets exactly one response (request_id
   // set; status_code != 0 on error). `request` is kept alive until then.
+  void SubmitData(std::shared_ptr<const DataRequestView> request,
+                  DataDone done);
+  // Same for a parsed message (views it; tests, fuzzing).
   void SubmitData(std::shared_ptr<const proto::DataRequest> request,
                   DataDone done);
 
@@ -150,9 +154,9 @@ class Shard {
   ShardTable* FindTable(uint32_t table_id) const;
   std::vector<ShardTable*> AllTables() const;
 
-  void ProcessData(const std::shared_ptr<const proto::DataRequest>& request,
+  void ProcessData(const std::shared_ptr<const DataRequestView>& request,
                    const DataDone& done);
-  void ExecuteData(ShardTable* table, const proto::DataRequest& request,
+  void ExecuteData(ShardTable* table, const DataRequestView& request,
                    const DataDone& done);
   // Applies complete sync steps of every table and wakes waiters.
   void AdvanceSteps();

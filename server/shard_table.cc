@@ -17,13 +17,14 @@ namespace {
 // Elements initialized per Write() when a dense shard is created.
 constexpr uint64_t kInitChunk = 1 << 16;
 
-// Views raw bytes as T. Protobuf strings are heap- or SSO-allocated and thus
-// aligned for T; the copy into `scratch` only guards against a misaligned
-// buffer (e.g. a future arena or zero-copy parse).
+// Views raw bytes as T. Received requests (proto/data_wire.h
+// DecodeDataRequest) and protobuf strings are aligned for T; the copy into
+// `scratch` only guards against a view made some other way.
 template <typename T>
-absl::Span<const T> View(const std::string& bytes, std::vector<T>* scratch) {
+absl::Span<const T> View(absl::string_view bytes, std::vector<T>* scratch) {
   if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) == 0) {
-    return ViewRaw<T>(bytes);
+    return absl::Span<const T>(reinterpret_cast<const T*>(bytes.data()),
+                               bytes.size() / sizeof(T));
   }
   scratch->resize(bytes.size() / sizeof(T));
   std::memcpy(scratch->data(), bytes.data(), scratch->size() * sizeof(T));
@@ -83,14 +84,14 @@ ShardTable::ShardTable(const TableConfig& config,
       dedup_(DedupWindow::Options{options.dedup_window,
                                   options.dedup_idle_timeout}) {}
 
-absl::Status ShardTable::Validate(const proto::DataRequest& request) const {
-  const proto::Op op = request.op();
+absl::Status ShardTable::Validate(const DataRequestView& request) const {
+  const proto::Op op = request.op;
   if (!IsPush(op) && !IsPull(op)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "op ", static_cast<int>(op),
         " is not PULL (1), PUSH (2) or PUSH_PULL (3)"));
   }
-  const int64_t worker = request.worker_id();
+  const int64_t worker = request.worker_id;
   if (worker < -1 || worker >= options_.num_workers) {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker_id ", worker, " is outside [-1, ", options_.num_workers,
@@ -102,9 +103,9 @@ absl::Status ShardTable::Validate(const proto::DataRequest& request) const {
         "table '", config_.name, "' is ", ConsistencyName(config_.consistency),
         ": only workers (worker_id >= 0) may push to it"));
   }
-  if (request.clock() < 0) {
+  if (request.clock < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("clock ", request.clock(), " is negative"));
+        absl::StrCat("clock ", request.clock, " is negative"));
   }
   return config_.kind == TableKind::kDense ? ValidateDense(request, push)
                                            : ValidateSparse(request, push);
@@ -112,9 +113,9 @@ absl::Status ShardTable::Validate(const proto::DataRequest& request) const {
 
 namespace {
 
-absl::Status CheckValues(const proto::DataRequest& request, bool push,
+absl::Status CheckValues(const DataRequestView& request, bool push,
                          uint64_t expected_floats, bool reject_non_finite) {
-  const std::string& values = request.values();
+  const absl::string_view values = request.values;
   if (!push) {
     if (!values.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -127,34 +128,35 @@ absl::Status CheckValues(const proto::DataRequest& request, bool push,
         "values: expected ", expected_floats * sizeof(float), " bytes (",
         expected_floats, " float32), got ", values.size(), " bytes"));
   }
-  if (reject_non_finite) {
-    std::vector<float> scratch;
-    absl::Span<const float> grad = View<float>(values, &scratch);
-    for (size_t i = 0; i < grad.size(); ++i) {
-      if (!std::isfinite(grad[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("gradient ", i, " is not finite (",
-                         std::isnan(grad[i]) ? "nan" : "inf",
-                         "); the request was not applied"));
-      }
-    }
+  // One branch-free pass (or none: the decoder scanned the values while
+  // copying them); the slow search only runs for a request that fails.
+  if (reject_non_finite &&
+      !(request.values_finite_known ? request.values_all_finite
+                                    : AllFiniteFloats(values))) {
+    const int64_t i = FirstNonFiniteFloat(values);
+    float bad;
+    std::memcpy(&bad, values.data() + 4 * i, sizeof(bad));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gradient ", i, " is not finite (",
+                     std::isnan(bad) ? "nan" : "inf",
+                     "); the request was not applied"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status ShardTable::ValidateDense(const proto::DataRequest& request,
+absl::Status ShardTable::ValidateDense(const DataRequestView& request,
                                        bool push) const {
-  const uint64_t offset = request.offset();
-  const uint64_t length = request.length();
+  const uint64_t offset = request.offset;
+  const uint64_t length = request.length;
   if (length == 0) {
     return absl::InvalidArgumentError("dense request with length 0");
   }
-  if (!request.keys().empty()) {
+  if (!request.keys.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dense table '", config_.name, "' takes offset/length, not keys (got ",
-        request.keys().size(), " bytes of keys)"));
+        request.keys.size(), " bytes of keys)"));
   }
   if (offset > config_.size || length > config_.size - offset) {
     const bool wraps = length > UINT64_MAX - offset;
@@ -173,9 +175,9 @@ absl::Status ShardTable::ValidateDense(const proto::DataRequest& request,
   return CheckValues(request, push, length, options_.reject_non_finite);
 }
 
-absl::Status ShardTable::ValidateSparse(const proto::DataRequest& request,
+absl::Status ShardTable::ValidateSparse(const DataRequestView& request,
                                         bool push) const {
-  const std::string& key_bytes = request.keys();
+  const absl::string_view key_bytes = request.keys;
   if (key_bytes.size() % sizeof(uint64_t) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "keys: expected a multiple of 8 bytes (uint64 ids), got ",
@@ -205,17 +207,17 @@ absl::Status ShardTable::ValidateSparse(const proto::DataRequest& request,
                      options_.reject_non_finite);
 }
 
-absl::Status ShardTable::Execute(const proto::DataRequest& request,
+absl::Status ShardTable::Execute(const DataRequestView& request,
                                  proto::DataResponse* response) {
   std::vector<uint64_t> key_scratch;
   absl::Span<const uint64_t> ids;
   if (config_.kind == TableKind::kSparse) {
-    ids = View<uint64_t>(request.keys(), &key_scratch);
+    ids = View<uint64_t>(request.keys, &key_scratch);
   }
   absl::MutexLock lock(&mu_);
-  if (IsPush(request.op()) && request.client_id() != 0) {
+  if (IsPush(request.op) && request.client_id != 0) {
     DedupWindow::Applied original;
-    switch (dedup_.Check(request.client_id(), request.request_id(),
+    switch (dedup_.Check(request.client_id, request.request_id,
                          &original)) {
       case DedupWindow::Verdict::kNew:
         break;
@@ -223,43 +225,43 @@ absl::Status ShardTable::Execute(const proto::DataRequest& request,
         return AnswerDuplicateLocked(request, ids, original, response);
       case DedupWindow::Verdict::kTooOld:
         return absl::FailedPreconditionError(absl::StrCat(
-            "push request ", request.request_id(), " of client ",
-            absl::Hex(request.client_id()), " to table '", config_.name,
+            "push request ", request.request_id, " of client ",
+            absl::Hex(request.client_id), " to table '", config_.name,
             "' is older than the server's dedup window (",
             options_.dedup_window,
             " pushes per client); it may have been applied already, so it "
             "is refused"));
     }
   }
-  if (IsPush(request.op()) && config_.consistency == Consistency::kSync) {
+  if (IsPush(request.op) && config_.consistency == Consistency::kSync) {
     const int64_t step = steps();
-    if (request.clock() != step) {
+    if (request.clock != step) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "push for step ", request.clock(), " of sync table '", config_.name,
+          "push for step ", request.clock, " of sync table '", config_.name,
           "': ",
-          request.clock() < step ? "that step was already applied"
+          request.clock < step ? "that step was already applied"
                                  : "that step is not open yet",
           " (steps applied: ", step, ")"));
     }
   }
   std::vector<uint64_t> rows;
   if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
-  if (IsPush(request.op())) {
+  if (IsPush(request.op)) {
     RETURN_IF_ERROR(PushLocked(request, rows));
-    dedup_.Record(request.client_id(),
-                  DedupWindow::Applied{request.request_id(), version_, steps()},
+    dedup_.Record(request.client_id,
+                  DedupWindow::Applied{request.request_id, version_, steps()},
                   absl::Now());
   }
-  if (IsPull(request.op())) RETURN_IF_ERROR(PullLocked(request, rows, response));
+  if (IsPull(request.op)) RETURN_IF_ERROR(PullLocked(request, rows, response));
   response->set_version(version_);
   response->set_step(steps());
   return absl::OkStatus();
 }
 
 absl::Status ShardTable::AnswerDuplicateLocked(
-    const proto::DataRequest& request, absl::Span<const uint64_t> ids,
+    const DataRequestView& request, absl::Span<const uint64_t> ids,
     const DedupWindow::Applied& original, proto::DataResponse* response) {
-  if (IsPull(request.op())) {
+  if (IsPull(request.op)) {
     std::vector<uint64_t> rows;
     if (config_.kind == TableKind::kSparse) {
       RETURN_IF_ERROR(RowsFor(ids, &rows));
@@ -304,12 +306,12 @@ absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
   return absl::OkStatus();
 }
 
-absl::Status ShardTable::PushLocked(const proto::DataRequest& request,
+absl::Status ShardTable::PushLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows) {
   std::vector<float> scratch;
-  absl::Span<const float> grad = View<float>(request.values(), &scratch);
+  absl::Span<const float> grad = View<float>(request.values, &scratch);
   const bool dense = config_.kind == TableKind::kDense;
-  const uint64_t local = dense ? request.offset() - owned_.begin : 0;
+  const uint64_t local = dense ? request.offset - owned_.begin : 0;
   if (config_.consistency == Consistency::kSync) {
     if (dense) {
       RETURN_IF_ERROR(store_->AccumulateDense(local, grad));
@@ -319,37 +321,37 @@ absl::Status ShardTable::PushLocked(const proto::DataRequest& request,
     }
     step_has_pushes_ = true;
     ++step_push_count_;
-    step_pushers_.insert(static_cast<uint32_t>(request.worker_id()));
+    step_pushers_.insert(static_cast<uint32_t>(request.worker_id));
   } else {
     // t of the logical push this chunk belongs to.
-    const uint64_t t = version_ + (request.first_chunk() ? 1 : 0);
+    const uint64_t t = version_ + (request.first_chunk ? 1 : 0);
     const int64_t step = static_cast<int64_t>(std::max<uint64_t>(t, 1));
     if (dense) {
       RETURN_IF_ERROR(store_->ApplyDense(local, grad, 1.0f, step));
     } else {
       RETURN_IF_ERROR(store_->ApplyRows(rows, config_.dim, grad, 1.0f, step));
     }
-    if (request.first_chunk()) ++version_;
+    if (request.first_chunk) ++version_;
   }
   ++pushes_;
-  bytes_in_ += request.keys().size() + request.values().size();
+  bytes_in_ += request.keys.size() + request.values.size();
   return absl::OkStatus();
 }
 
-absl::Status ShardTable::PullLocked(const proto::DataRequest& request,
+absl::Status ShardTable::PullLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows,
                                     proto::DataResponse* response) {
   std::string* out = response->mutable_values();
   if (config_.kind == TableKind::kDense) {
-    absl::Span<float> values = ResizeFloats(out, request.length());
-    RETURN_IF_ERROR(store_->Read(request.offset() - owned_.begin, values));
+    absl::Span<float> values = ResizeFloats(out, request.length);
+    RETURN_IF_ERROR(store_->Read(request.offset - owned_.begin, values));
   } else {
     absl::Span<float> values =
         ResizeFloats(out, static_cast<uint64_t>(rows.size()) * config_.dim);
     RETURN_IF_ERROR(store_->ReadRows(rows, config_.dim, values));
   }
   ++pulls_;
-  if (!IsPush(request.op())) bytes_in_ += request.keys().size();
+  if (!IsPush(request.op)) bytes_in_ += request.keys.size();
   bytes_out_ += out->size();
   return absl::OkStatus();
 }

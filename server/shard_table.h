@@ -47,6 +47,7 @@
 #include "common/backend/update_backend.h"
 #include "common/config.h"
 #include "common/partition.h"
+#include "proto/data_request_view.h"
 #include "proto/ps.pb.h"
 #include "server/dedup_window.h"
 #include "server/shard_state.h"
@@ -88,9 +89,13 @@ class ShardTable {
   // sparse: keys a whole number of uint64, non-empty, sorted and unique,
   // each owned by this shard; push values exactly length (dense) or
   // num_keys * dim (sparse) floats, pulls carry none; gradients finite when
-  // reject_non_finite. INVALID_ARGUMENT unless said otherwise; messages say
-  // what was expected and what came.
-  absl::Status Validate(const proto::DataRequest& request) const;
+  // reject_non_finite (a view whose values_finite_known is set is trusted
+  // for that). INVALID_ARGUMENT unless said otherwise; messages say what was
+  // expected and what came. The proto overloads view `request`.
+  absl::Status Validate(const DataRequestView& request) const;
+  absl::Status Validate(const proto::DataRequest& request) const {
+    return Validate(ViewOf(request));
+  }
 
   // Executes a request that passed Validate(): pushes, then (PULL /
   // PUSH_PULL) writes the values in request order into response->values,
@@ -104,8 +109,12 @@ class ShardTable {
   // plus the current values). A push whose id is older than the client's
   // dedup window is refused with FAILED_PRECONDITION (it may have been
   // applied already).
-  absl::Status Execute(const proto::DataRequest& request,
+  absl::Status Execute(const DataRequestView& request,
                        proto::DataResponse* response);
+  absl::Status Execute(const proto::DataRequest& request,
+                       proto::DataResponse* response) {
+    return Execute(ViewOf(request), response);
+  }
 
   // Sync: number of steps applied (a pull at clock c may read once
   // steps() >= c). Other tables: 0.
@@ -148,9 +157,9 @@ class ShardTable {
 
   bool OpenStepEmpty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Status ValidateDense(const proto::DataRequest& request,
+  absl::Status ValidateDense(const DataRequestView& request,
                              bool push) const;
-  absl::Status ValidateSparse(const proto::DataRequest& request,
+  absl::Status ValidateSparse(const DataRequestView& request,
                               bool push) const;
 
   // Row indexes of `ids` (sorted, unique, owned), creating missing rows.
@@ -158,15 +167,15 @@ class ShardTable {
                        std::vector<uint64_t>* rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The answer to a push already applied: no update; a PUSH_PULL reads.
-  absl::Status AnswerDuplicateLocked(const proto::DataRequest& request,
+  absl::Status AnswerDuplicateLocked(const DataRequestView& request,
                                      absl::Span<const uint64_t> ids,
                                      const DedupWindow::Applied& original,
                                      proto::DataResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status PushLocked(const proto::DataRequest& request,
+  absl::Status PushLocked(const DataRequestView& request,
                           absl::Span<const uint64_t> rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status PullLocked(const proto::DataRequest& request,
+  absl::Status PullLocked(const DataRequestView& request,
                           absl::Span<const uint64_t> rows,
                           proto::DataResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -73,6 +73,8 @@ ABSL_FLAG(double, reps_scale, 1.0, "multiplies every repetition count");
 ABSL_FLAG(int, server_threads, 2, "executor threads per ps_server");
 ABSL_FLAG(bool, worker_malloc_tuning, true,
           "workers set malloc's mmap/trim thresholds like ps_server does");
+ABSL_FLAG(std::string, server_log_level, "warn",
+          "log_level of the ps_server processes (logs in the run's temp dir)");
 ABSL_FLAG(int64_t, chunk_bytes, 0,
           "client.chunk_bytes of the workers (0 = the client's default)");
 // Worker role.
@@ -569,7 +571,8 @@ std::vector<Row> RunConfig(int servers, int workers, const std::string& dir,
   std::vector<Row> rows;
   std::string yaml = "cluster:\n  servers:\n";
   for (int i = 0; i < servers; ++i) absl::StrAppend(&yaml, "    - \"127.0.0.1:", 1 + i, "\"\n");
-  absl::StrAppend(&yaml, "  num_workers: ", workers, "\n", R"(log_level: warn
+  absl::StrAppend(&yaml, "  num_workers: ", workers, "\nlog_level: ",
+                  absl::GetFlag(FLAGS_server_log_level), R"(
 server:
   threads: )", absl::GetFlag(FLAGS_server_threads), R"(
   max_message_bytes: 134217728

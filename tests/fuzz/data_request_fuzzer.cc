@@ -16,6 +16,10 @@
 // Each input runs against a fresh shard 0 of a 2-shard cluster with six
 // tables: dense and sparse, each async / sync / ssp.
 //
+// Kind 0 also runs the server's hand-written DataRequest decoder
+// (proto/data_request_view.h) on the same bytes, cut into pieces, and checks
+// it against protobuf (CheckWireDecoder).
+//
 // Invariants checked (a violation aborts, which libFuzzer reports):
 //   - no crash, no sanitizer report, no hang;
 //   - every submitted request gets exactly one response, with its
@@ -49,6 +53,7 @@
 #include "common/backend/cpu_update_backend.h"
 #include "common/config.h"
 #include "common/partition.h"
+#include "proto/data_request_view.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
 #include "server/initializer.h"
@@ -233,6 +238,59 @@ class Harness {
                control_done_);
   }
 
+  // The server's hand decoder (proto/data_request_view.h) against
+  // protobuf's parser on the same bytes, cut into pieces as gRPC's slices
+  // would be: it accepts only what protobuf accepts (protobuf also skips
+  // groups, which the decoder refuses) and then reads the same fields; a
+  // range outside one piece is copied (with the finiteness scan) exactly.
+  static void CheckWireDecoder(const std::string& bytes, bool proto_ok,
+                               const proto::DataRequest& parsed) {
+    // Piece size from the input itself (the record layout is unchanged).
+    std::vector<absl::string_view> pieces;
+    const size_t step =
+        1 + (bytes.empty() ? 0 : static_cast<uint8_t>(bytes.back()) % 17);
+    for (size_t at = 0; at < bytes.size(); at += step) {
+      pieces.push_back(absl::string_view(bytes).substr(at, step));
+    }
+    for (int split = 0; split < 2; ++split) {
+      std::vector<absl::string_view> use =
+          split ? pieces : std::vector<absl::string_view>{bytes};
+      DataRequestView v;
+      WireRange keys, values;
+      const absl::Status s = DecodeDataRequestPieces(use, &v, &keys, &values);
+      FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kInvalidArgument,
+                 "decoder returned %s", s.ToString().c_str());
+      if (!s.ok()) continue;
+      FUZZ_CHECK(proto_ok, "decoder accepted bytes protobuf rejects");
+      FUZZ_CHECK(v.request_id == parsed.request_id() && v.op == parsed.op() &&
+                     v.table_id == parsed.table_id() &&
+                     v.worker_id == parsed.worker_id() &&
+                     v.clock == parsed.clock() &&
+                     v.offset == parsed.offset() &&
+                     v.length == parsed.length() &&
+                     v.client_id == parsed.client_id() &&
+                     v.first_chunk == parsed.first_chunk(),
+                 "decoder read other scalar fields than protobuf");
+      for (int f = 0; f < 2; ++f) {
+        const WireRange& range = f == 0 ? keys : values;
+        const std::string& expected = f == 0 ? parsed.keys() : parsed.values();
+        const absl::string_view viewed = f == 0 ? v.keys : v.values;
+        FUZZ_CHECK(range.size == expected.size(), "bytes field %d size", f);
+        std::string copy(range.size, '\0');
+        const bool check = f == 1 && range.size % 4 == 0;
+        const bool finite = CopyWireRange(use, range, copy.data(), check);
+        FUZZ_CHECK(copy == expected, "copied bytes field %d differs", f);
+        FUZZ_CHECK(viewed.empty() || viewed == expected,
+                   "viewed bytes field %d differs", f);
+        if (check) {
+          FUZZ_CHECK(finite == AllFiniteFloats(expected) &&
+                         finite == (FirstNonFiniteFloat(expected) < 0),
+                     "finiteness scans disagree");
+        }
+      }
+    }
+  }
+
   void Run(Reader& in) {
     for (int op = 0; op < kMaxOps && !in.done(); ++op) {
       const uint8_t kind = in.U8() % 11;
@@ -241,7 +299,9 @@ class Harness {
           const size_t n = in.U16() % 1024;
           proto::DataRequest request;
           const std::string bytes = in.Bytes(n);
-          if (request.ParseFromString(bytes)) Submit(std::move(request));
+          const bool parsed = request.ParseFromString(bytes);
+          CheckWireDecoder(bytes, parsed, request);
+          if (parsed) Submit(std::move(request));
           break;
         }
         case 1:

@@ -1,0 +1,94 @@
+// A DataRequest read in place from its wire bytes, without protobuf's parse
+// copy of the keys and values (tests/bench/TRANSPORT_RESULTS.md, round 3),
+// and the non-finite check of float32 gradients used on those bytes.
+//
+// The decoder accepts exactly protobuf's wire format for ps.proto's
+// DataRequest as protobuf 3.21's parser does (same field values for every
+// input both accept; unknown fields of wire types 0, 1, 2 and 5 skipped; a
+// known field with another wire type is an unknown field; a repeated scalar
+// or bytes field: the last occurrence wins; varints up to 10 bytes, extra
+// high bits dropped; tags up to 5 bytes; lengths up to 5 bytes and < 2 GiB),
+// with one deliberate difference: groups (wire types 3 and 4), which
+// protobuf skips as unknown fields, are rejected.
+//
+// Thread safety: free functions and plain structs.
+#ifndef PS_PROTO_DATA_REQUEST_VIEW_H_
+#define PS_PROTO_DATA_REQUEST_VIEW_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+// The fields of a DataRequest (ps.proto). `keys` and `values` point into
+// memory owned by whoever made the view (the wire bytes, a realigned copy,
+// or a proto::DataRequest), and may have any alignment.
+struct DataRequestView {
+  uint64_t request_id = 0;
+  proto::Op op = proto::OP_UNSPECIFIED;  // any int32 a peer sent
+  uint32_t table_id = 0;
+  int32_t worker_id = 0;
+  int64_t clock = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t client_id = 0;
+  bool first_chunk = false;
+  absl::string_view keys;
+  absl::string_view values;
+  // Set by a producer that already scanned `values` (e.g. while copying
+  // them): then values_all_finite says whether every float32 in it is
+  // finite, and consumers need not scan again.
+  bool values_finite_known = false;
+  bool values_all_finite = false;
+};
+
+// A view of `request`'s fields; valid while `request` lives unchanged.
+DataRequestView ViewOf(const proto::DataRequest& request);
+
+// Where a bytes field's last occurrence lies in a message made of
+// consecutive pieces: byte `pos` of the whole message, `size` bytes.
+struct WireRange {
+  bool present = false;
+  uint64_t pos = 0;
+  uint64_t size = 0;
+};
+
+// Decodes a DataRequest whose bytes are the concatenation of `pieces`
+// (e.g. the slices of a received gRPC message) without copying anything.
+// Scalar fields go to *out; `keys` / `values` get the range of the field's
+// last occurrence, and out->keys / out->values view it when it lies inside
+// one piece (empty otherwise: the caller copies the range, see
+// CopyWireRange). INVALID_ARGUMENT (message prefixed "malformed
+// DataRequest: ") for bytes protobuf would not parse, or a group.
+absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
+                                     DataRequestView* out, WireRange* keys,
+                                     WireRange* values);
+
+// Same for contiguous bytes: out->keys / out->values view into `bytes`.
+absl::Status DecodeDataRequest(absl::string_view bytes, DataRequestView* out);
+
+// Copies `range` of the message made of `pieces` to `dst` (range.size
+// bytes). When `check_finite` the copied bytes are also scanned as float32
+// (block by block while they are still in cache) and the result is returned;
+// otherwise returns true. REQUIRES: the range lies inside the pieces (as
+// DecodeDataRequestPieces returned it); check_finite implies range.size is a
+// multiple of 4.
+bool CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
+                   char* dst, bool check_finite);
+
+// True when every float32 in `bytes` (little-endian, any alignment; a
+// trailing partial float is ignored) is finite: a branch-free test of the
+// exponent bits that the compiler vectorizes.
+bool AllFiniteFloats(absl::string_view bytes);
+
+// Index of the first non-finite float32 in `bytes`, or -1.
+int64_t FirstNonFiniteFloat(absl::string_view bytes);
+
+}  // namespace ps
+
+#endif  // PS_PROTO_DATA_REQUEST_VIEW_H_
