@@ -17,7 +17,6 @@ namespace {
 
 constexpr uint32_t kDense = 0;
 constexpr uint32_t kSparse = 1;
-constexpr int kDim = 4;
 
 class RawStream {
  public:

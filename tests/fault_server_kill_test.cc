@@ -43,7 +43,6 @@ constexpr int kSamples = 768;
 constexpr int kWorkers = 3;
 constexpr int kSteps = 300;
 constexpr int kBatch = 32;
-constexpr float kLr = 0.05f;
 
 struct Problem {
   std::vector<double> x;  // kSamples x kFeatures, row major
