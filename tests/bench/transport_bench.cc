@@ -3,6 +3,7 @@
 // measured in the same run.
 //
 //   transport_bench [--server_bin PATH] [--configs 1x1,2x2] [--quick]
+//                   [--server_devices cpu,cuda]
 //                   [--sizes 4096,...] [--ops push,pull,push_pull,sparse]
 //                   [--reps_scale X] [--chunk_bytes N] [--server_threads N]
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
@@ -75,6 +76,10 @@ ABSL_FLAG(bool, worker_malloc_tuning, true,
           "workers set malloc's mmap/trim thresholds like ps_server does");
 ABSL_FLAG(std::string, server_log_level, "warn",
           "log_level of the ps_server processes (logs in the run's temp dir)");
+ABSL_FLAG(std::string, server_devices, "cpu",
+          "server.device values to run every config with (cpu, cuda, auto; "
+          "comma-separated): 'cpu,cuda' compares a CUDA-backed server with a "
+          "CPU-backed one; rows are labelled SxW/device");
 ABSL_FLAG(int64_t, chunk_bytes, 0,
           "client.chunk_bytes of the workers (0 = the client's default)");
 // Worker role.
@@ -163,8 +168,10 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return pid;
 }
 
-std::string WaitForPortFile(const std::string& path) {
+// The port `pid` wrote to `path`, or "" when it exited first or after 30 s.
+std::string WaitForPortFile(const std::string& path, pid_t pid = -1) {
   for (int i = 0; i < 1500; ++i) {
+    if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == pid) return "";
     std::string port;
     if (ReadWholeFile(path, &port) && !port.empty()) {
       while (!port.empty() && port.back() == '\n') port.pop_back();
@@ -566,14 +573,18 @@ struct Row {
   double client_cpu_us = 0, server_cpu_us = 0;
 };
 
-std::vector<Row> RunConfig(int servers, int workers, const std::string& dir,
-                           const std::string& server_bin, bool quick) {
+// Runs one SxW configuration with server.device = `device`. Sets `skipped`
+// (and returns no rows) when a server cannot start with that device.
+std::vector<Row> RunConfig(int servers, int workers, const std::string& device,
+                           const std::string& dir, const std::string& server_bin,
+                           bool quick, std::string* skipped) {
   std::vector<Row> rows;
   std::string yaml = "cluster:\n  servers:\n";
   for (int i = 0; i < servers; ++i) absl::StrAppend(&yaml, "    - \"127.0.0.1:", 1 + i, "\"\n");
   absl::StrAppend(&yaml, "  num_workers: ", workers, "\nlog_level: ",
                   absl::GetFlag(FLAGS_server_log_level), R"(
 server:
+  device: )", device, R"(
   threads: )", absl::GetFlag(FLAGS_server_threads), R"(
   max_message_bytes: 134217728
 tables:
@@ -590,19 +601,32 @@ tables:
     dim: 64
     optimizer: {type: sgd, learning_rate: 1.0}
 )");
-  const std::string config = absl::StrCat(dir, "/cluster_", servers, "x", workers, ".yaml");
+  const std::string config =
+      absl::StrCat(dir, "/cluster_", servers, "x", workers, "_", device, ".yaml");
   std::ofstream(config) << yaml;
 
   std::vector<pid_t> server_pids;
   std::vector<std::string> addresses;
   bool ok = true;
   for (int i = 0; i < servers; ++i) {
-    const std::string port_file = absl::StrCat(dir, "/port_", servers, "x", workers, "_", i);
+    const std::string port_file =
+        absl::StrCat(dir, "/port_", servers, "x", workers, "_", device, "_", i);
     server_pids.push_back(Spawn({server_bin, "--config=" + config, absl::StrCat("--index=", i),
                                  "--listen=127.0.0.1:0", "--port_file=" + port_file},
-                                absl::StrCat(dir, "/server_", servers, "x", workers, "_", i, ".log")));
-    const std::string port = WaitForPortFile(port_file);
-    ok = ok && !port.empty();
+                                absl::StrCat(dir, "/server_", servers, "x", workers, "_", device, "_", i, ".log")));
+    const std::string log = absl::StrCat(dir, "/server_", servers, "x", workers, "_", device, "_", i, ".log");
+    const std::string port = WaitForPortFile(port_file, server_pids.back());
+    if (port.empty()) {
+      // A server that cannot start with this device (e.g. device: cuda on a
+      // machine without a GPU) skips the device instead of failing the run.
+      std::string text;
+      ReadWholeFile(log, &text);
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      *skipped = absl::StrCat("device ", device, ": server ", i,
+                              " did not start: ", text.substr(text.rfind('\n') + 1));
+      ok = false;
+      break;
+    }
     addresses.push_back("127.0.0.1:" + port);
   }
   std::vector<pid_t> worker_pids;
@@ -627,8 +651,10 @@ tables:
   for (pid_t pid : server_pids) kill(pid, SIGTERM);
   for (pid_t pid : server_pids) waitpid(pid, nullptr, 0);
   if (!ok) {
-    fprintf(stderr, "a worker or server failed in config %dx%d (logs in %s)\n", servers, workers,
-            dir.c_str());
+    if (skipped->empty()) {
+      fprintf(stderr, "a worker failed in config %dx%d (logs in %s)\n", servers, workers,
+              dir.c_str());
+    }
     return rows;
   }
 
@@ -648,7 +674,7 @@ tables:
   }
   for (const auto& key : order) {
     const std::vector<Measurement>& ms = merged[key];
-    Row row{absl::StrCat(servers, "x", workers), key.first, key.second};
+    Row row{absl::StrCat(servers, "x", workers, "/", device), key.first, key.second};
     row.bytes_per_op = ms[0].bytes_per_op;
     row.keys_per_op = ms[0].keys_per_op;
     std::vector<double> all;
@@ -728,9 +754,21 @@ int RunCoordinator() {
       fprintf(stderr, "bad config '%s' (want SxW)\n", cfg.c_str());
       return 2;
     }
-    std::vector<Row> r = RunConfig(servers, workers, dir, server_bin, quick);
-    if (r.empty()) return 1;
-    rows.insert(rows.end(), r.begin(), r.end());
+    const std::vector<std::string> devices =
+        absl::StrSplit(absl::GetFlag(FLAGS_server_devices), ',', absl::SkipEmpty());
+    for (const std::string& device : devices) {
+      std::string skipped;
+      std::vector<Row> r = RunConfig(servers, workers, device, dir, server_bin, quick, &skipped);
+      if (!skipped.empty() && device != "cpu") {
+        fprintf(stderr, "note: %s; skipped\n", skipped.c_str());
+        continue;
+      }
+      if (r.empty()) {
+        if (!skipped.empty()) fprintf(stderr, "%s\n", skipped.c_str());
+        return 1;
+      }
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
   }
   for (const auto& [e, c] : MeasureTcpCeiling(dir, exchanges, quick)) {
     auto it = ceiling.find(e);
@@ -752,11 +790,11 @@ int RunCoordinator() {
   }
   printf("\nThroughput: payload of all workers / wall time; ratio = GB/s over the TCP\n"
          "ceiling's GB/s for the same exchange (p50 ratio: TCP p50 / our p50).\n");
-  printf("%-6s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s\n", "config", "op", "size",
+  printf("%-10s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s\n", "config", "op", "size",
          "GB/s", "keys/s", "p50 us", "p99 us", "TCP GB/s", "ratio", "p50 ratio", "cli cpu/op",
          "srv cpu/op");
   for (const Row& r : rows) {
-    printf("%-6s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f\n",
+    printf("%-10s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f\n",
            r.config.c_str(), r.op.c_str(), r.detail.c_str(), r.gbps, r.keys_per_s, r.p50_us,
            r.p99_us, r.ceiling_gbps, r.ceiling_gbps > 0 ? r.gbps / r.ceiling_gbps : 0.0,
            r.p50_us > 0 ? r.ceiling_p50_us / r.p50_us : 0.0, r.client_cpu_us, r.server_cpu_us);
