@@ -31,6 +31,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/allocator_tuning.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "server/server.h"

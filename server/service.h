@@ -38,16 +38,6 @@ inline constexpr int kMaxStreamInFlight = 1024;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// Process-wide allocator setting for a process that moves multi-MiB messages
-// (a server, or a trainer using the client SDK): glibc malloc serves buffers
-// up to 32 MiB from its heaps and keeps up to 256 MiB of freed memory instead
-// of mmap()ing and unmapping every message-sized buffer, which costs a page
-// fault per 4 KiB on each use (measured: about half the CPU per byte of a
-// 16 MiB push; tests/bench/TRANSPORT_RESULTS.md). Call once from main()
-// before other threads start. Returns false if glibc refused a setting (the
-// process still works, only slower).
-bool TuneAllocatorForLargeMessages();
-
 class DataStreamReactor;  // service.cc
 
 // The open DataStreams, so shutdown can end them. Thread-safe.

@@ -31,7 +31,6 @@
 // measured before and after the configurations, the faster median kept.
 
 #include <arpa/inet.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -60,6 +59,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "common/allocator_tuning.h"
 
 ABSL_FLAG(std::string, role, "coordinator", "coordinator | worker | tcp_echo");
 ABSL_FLAG(std::string, server_bin, "", "ps_server binary (default: next to this one)");
@@ -456,11 +456,10 @@ bool Verify(ps::Client& client, const ps::TableInfo& dense,
 
 int RunWorker() {
   // A trainer process moving multi-MiB tensors should use the same allocator
-  // setting as ps_server (see server/service.h); --worker_malloc_tuning=false
+  // setting as ps_server (common/allocator_tuning.h); --worker_malloc_tuning=false
   // measures the client without it.
   if (absl::GetFlag(FLAGS_worker_malloc_tuning)) {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    ps::TuneAllocatorForLargeMessages();
   }
   ps::ClientOptions options;
   options.servers = absl::StrSplit(absl::GetFlag(FLAGS_servers), ',');
