@@ -9,26 +9,24 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"
 
 namespace ps {
 namespace {
 
+// A PEM file's content; an empty file is INVALID_ARGUMENT (gRPC would only
+// fail later, with a less helpful handshake error).
 absl::StatusOr<std::string> ReadPemFile(const std::string& path,
                                         const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read TLS ", what, " file '", path, "'"));
-  }
-  std::stringstream contents;
-  contents << in.rdbuf();
-  if (contents.str().empty()) {
+  ASSIGN_OR_RETURN(std::string contents,
+                   ReadFileToString(path, absl::StrCat("TLS ", what, " file")));
+  if (contents.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("TLS ", what, " file '", path, "' is empty"));
   }
-  return contents.str();
+  return contents;
 }
 
 // Stream endings after which reconnecting and resending makes sense: the

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/backend/update_backend.h"
+#include "common/file_util.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -20,18 +21,6 @@ namespace ps {
 namespace {
 
 constexpr char kServiceName[] = "ps.proto.ParameterServer";
-
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read ", what, " '", path, "'"));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
     const TlsConfig& tls) {
@@ -44,11 +33,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
       tls.require_client_cert
           ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
           : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  ASSIGN_OR_RETURN(std::string cert, ReadFile(tls.cert_file, "tls.cert_file"));
-  ASSIGN_OR_RETURN(std::string key, ReadFile(tls.key_file, "tls.key_file"));
+  ASSIGN_OR_RETURN(std::string cert, ReadFileToString(tls.cert_file, "tls.cert_file"));
+  ASSIGN_OR_RETURN(std::string key, ReadFileToString(tls.key_file, "tls.key_file"));
   if (!tls.ca_file.empty()) {
     ASSIGN_OR_RETURN(options.pem_root_certs,
-                     ReadFile(tls.ca_file, "tls.ca_file"));
+                     ReadFileToString(tls.ca_file, "tls.ca_file"));
   } else if (tls.require_client_cert) {
     return absl::InvalidArgumentError(
         "tls.require_client_cert needs tls.ca_file");

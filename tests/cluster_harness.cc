@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 
 namespace ps::testing {
@@ -20,14 +21,6 @@ namespace {
 std::string TempRoot() {
   const char* dir = getenv("TEST_TMPDIR");
   return dir != nullptr ? dir : "/tmp";
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -113,7 +106,7 @@ absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    absl::StatusOr<std::string> port = ReadFile(port_file);
+    absl::StatusOr<std::string> port = ReadFileToString(port_file);
     if (port.ok() && !port->empty()) {
       addresses_[i] = absl::StrCat("127.0.0.1:", *port);
       while (!addresses_[i].empty() && (addresses_[i].back() == '\n')) {
@@ -168,7 +161,7 @@ absl::Status LocalCluster::RestartServer(int i) {
 
 std::string LocalCluster::ServerLog(int i) const {
   absl::StatusOr<std::string> log =
-      ReadFile(absl::StrCat(dir_, "/server_", i, ".log"));
+      ReadFileToString(absl::StrCat(dir_, "/server_", i, ".log"));
   return log.ok() ? *log : "(no log)";
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "deploy/ctl/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -14,24 +15,12 @@ namespace {
 
 constexpr char kServiceName[] = "ps.proto.ParameterServer";
 
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read ", what, " '", path, "'"));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
     const TlsConfig& tls) {
   if (!tls.enabled) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
   if (!tls.ca_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(tls.ca_file, "tls.ca_file"));
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFileToString(tls.ca_file, "tls.ca_file"));
   }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -39,8 +28,8 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   }
   if (!tls.cert_file.empty()) {
     ASSIGN_OR_RETURN(ssl.pem_cert_chain,
-                     ReadFile(tls.cert_file, "tls.cert_file"));
-    ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(tls.key_file, "tls.key_file"));
+                     ReadFileToString(tls.cert_file, "tls.cert_file"));
+    ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFileToString(tls.key_file, "tls.key_file"));
   }
   return grpc::SslCredentials(ssl);
 }
