@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "proto/data_wire.h"
 #include "spdlog/spdlog.h"
 
@@ -308,71 +309,63 @@ absl::Status ParameterServerService::CheckAuth(
   return absl::OkStatus();
 }
 
+namespace {
+
+// Answers a unary call synchronously: `handler()` runs only when `auth` is OK
+// (the bearer-token check), and the call finishes with the resulting status.
+template <typename Handler>
+grpc::ServerUnaryReactor* AnswerNow(grpc::CallbackServerContext* context,
+                                    absl::Status auth, Handler handler) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (auth.ok()) auth = handler();
+  reactor->Finish(ToGrpcStatus(auth));
+  return reactor;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* ParameterServerService::GetShardInfo(
     grpc::CallbackServerContext* context, const proto::ShardInfoRequest*,
     proto::ShardInfo* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status s = CheckAuth(context); !s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
-  *response = shard_->GetShardInfo();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return AnswerNow(context, CheckAuth(context), [&] {
+    *response = shard_->GetShardInfo();
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::CreateTable(
     grpc::CallbackServerContext* context,
     const proto::CreateTableRequest* request,
     proto::CreateTableResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = CheckAuth(context);
-  if (s.ok()) {
-    absl::StatusOr<proto::TableSpec> spec = shard_->CreateTable(request->spec());
-    if (spec.ok()) {
-      *response->mutable_spec() = *std::move(spec);
-    } else {
-      s = spec.status();
-    }
-  }
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
+  return AnswerNow(context, CheckAuth(context), [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response->mutable_spec(),
+                     shard_->CreateTable(request->spec()));
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::RegisterWorker(
     grpc::CallbackServerContext* context,
     const proto::RegisterWorkerRequest* request,
     proto::RegisterWorkerResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = CheckAuth(context);
-  if (s.ok()) {
-    absl::StatusOr<int64_t> clock = shard_->RegisterWorker(request->worker_id());
-    if (clock.ok()) {
-      response->set_clock(*clock);
-    } else {
-      s = clock.status();
-    }
-  }
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
+  return AnswerNow(context, CheckAuth(context), [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(const int64_t clock,
+                     shard_->RegisterWorker(request->worker_id()));
+    response->set_clock(clock);
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(
     grpc::CallbackServerContext* context,
     const proto::HeartbeatRequest* request,
     proto::HeartbeatResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = CheckAuth(context);
-  if (s.ok()) {
-    absl::StatusOr<bool> registered = shard_->Heartbeat(request->worker_id());
-    if (registered.ok()) {
-      response->set_registered(*registered);
-    } else {
-      s = registered.status();
-    }
-  }
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
+  return AnswerNow(context, CheckAuth(context), [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(const bool registered,
+                     shard_->Heartbeat(request->worker_id()));
+    response->set_registered(registered);
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Clock(
@@ -413,14 +406,10 @@ grpc::ServerUnaryReactor* ParameterServerService::Barrier(
 grpc::ServerUnaryReactor* ParameterServerService::GetStats(
     grpc::CallbackServerContext* context, const proto::StatsRequest*,
     proto::StatsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status s = CheckAuth(context); !s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
-  *response = shard_->GetStats();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return AnswerNow(context, CheckAuth(context), [&] {
+    *response = shard_->GetStats();
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
