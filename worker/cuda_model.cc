@@ -3,26 +3,15 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/backend/cuda/cuda_memory.h"
 #include "common/status_macros.h"
 #include "worker/cuda/kernels.h"
 
 namespace ps::worker {
 namespace {
-
-absl::Status CudaStatus(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  const std::string message =
-      absl::StrCat(what, ": ", cudaGetErrorName(err), ": ",
-                   cudaGetErrorString(err));
-  if (err == cudaErrorMemoryAllocation) {
-    return absl::ResourceExhaustedError(message);
-  }
-  return absl::InternalError(message);
-}
 
 absl::Status CublasStatus(cublasStatus_t st, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
@@ -30,38 +19,17 @@ absl::Status CublasStatus(cublasStatus_t st, const char* what) {
       absl::StrCat(what, ": cuBLAS error ", cublasGetStatusString(st)));
 }
 
-// Device memory of `count` T's; freed in the destructor. Move-only.
+// Device memory of T's (common/backend/cuda/cuda_memory.h) with grow-only
+// Reserve in elements.
 template <typename T>
-class DeviceBuffer {
+class TypedDeviceBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() { Free(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)),
-        count_(std::exchange(other.count_, 0)) {}
-
   // Makes room for at least `count` elements (contents are not kept).
-  absl::Status Reserve(size_t count) {
-    if (count <= count_) return absl::OkStatus();
-    Free();
-    void* p = nullptr;
-    RETURN_IF_ERROR(CudaStatus(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc"));
-    ptr_ = static_cast<T*>(p);
-    count_ = count;
-    return absl::OkStatus();
-  }
-  T* get() const { return ptr_; }
+  absl::Status Reserve(size_t count) { return buffer_.Reserve(count * sizeof(T)); }
+  T* get() const { return buffer_.as<T>(); }
 
  private:
-  void Free() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-    ptr_ = nullptr;
-    count_ = 0;
-  }
-  T* ptr_ = nullptr;
-  size_t count_ = 0;
+  DeviceBuffer buffer_;
 };
 
 class CudaModel final : public Model {
@@ -249,10 +217,10 @@ class CudaModel final : public Model {
   const std::string device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  DeviceBuffer<float> params_, grads_, features_, row_loss_;
-  DeviceBuffer<int32_t> labels_dev_;
-  std::vector<DeviceBuffer<float>> acts_;  // acts_[0] unused (features_)
-  DeviceBuffer<float> delta_, delta_prev_;
+  TypedDeviceBuffer<float> params_, grads_, features_, row_loss_;
+  TypedDeviceBuffer<int32_t> labels_dev_;
+  std::vector<TypedDeviceBuffer<float>> acts_;  // acts_[0] unused (features_)
+  TypedDeviceBuffer<float> delta_, delta_prev_;
   std::vector<float> host_loss_;
 };
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ps {
 
@@ -26,13 +27,36 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   }
 }
 
-// ---- DeviceBuffer
+// ---- CudaBuffer
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+namespace {
+
+cudaError_t AllocateMemory(CudaMemoryKind kind, void** data, size_t bytes) {
+  return kind == CudaMemoryKind::kDevice ? cudaMalloc(data, bytes)
+                                         : cudaMallocHost(data, bytes);
+}
+
+void FreeMemory(CudaMemoryKind kind, void* data) {
+  if (kind == CudaMemoryKind::kDevice) {
+    cudaFree(data);
+  } else {
+    cudaFreeHost(data);
+  }
+}
+
+const char* AllocatorName(CudaMemoryKind kind) {
+  return kind == CudaMemoryKind::kDevice ? "cudaMalloc" : "cudaMallocHost";
+}
+
+}  // namespace
+
+template <CudaMemoryKind kKind>
+CudaBuffer<kKind>::CudaBuffer(CudaBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)) {}
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+template <CudaMemoryKind kKind>
+CudaBuffer<kKind>& CudaBuffer<kKind>::operator=(CudaBuffer&& other) noexcept {
   if (this != &other) {
     Reset();
     data_ = std::exchange(other.data_, nullptr);
@@ -41,63 +65,40 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() { Reset(); }
+template <CudaMemoryKind kKind>
+CudaBuffer<kKind>::~CudaBuffer() {
+  Reset();
+}
 
-void DeviceBuffer::Reset() {
-  if (data_ != nullptr) cudaFree(data_);
+template <CudaMemoryKind kKind>
+void CudaBuffer<kKind>::Reset() {
+  if (data_ != nullptr) FreeMemory(kKind, data_);
   data_ = nullptr;
   bytes_ = 0;
 }
 
-absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
-  DeviceBuffer buffer;
-  if (bytes == 0) return buffer;
-  absl::Status status = CudaStatus(cudaMalloc(&buffer.data_, bytes),
-                                   absl::StrCat("cudaMalloc(", bytes, ")"));
-  if (!status.ok()) {
-    buffer.data_ = nullptr;
-    return status;
-  }
-  buffer.bytes_ = bytes;
+template <CudaMemoryKind kKind>
+absl::StatusOr<CudaBuffer<kKind>> CudaBuffer<kKind>::Allocate(size_t bytes) {
+  CudaBuffer buffer;
+  RETURN_IF_ERROR(buffer.Reserve(bytes));
   return buffer;
 }
 
-// ---- PinnedHostBuffer
-
-PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
-
-PinnedHostBuffer& PinnedHostBuffer::operator=(
-    PinnedHostBuffer&& other) noexcept {
-  if (this != &other) {
-    Reset();
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
+template <CudaMemoryKind kKind>
+absl::Status CudaBuffer<kKind>::Reserve(size_t bytes) {
+  if (bytes <= bytes_) return absl::OkStatus();
+  Reset();
+  void* data = nullptr;
+  RETURN_IF_ERROR(
+      CudaStatus(AllocateMemory(kKind, &data, bytes),
+                 absl::StrCat(AllocatorName(kKind), "(", bytes, ")")));
+  data_ = data;
+  bytes_ = bytes;
+  return absl::OkStatus();
 }
 
-PinnedHostBuffer::~PinnedHostBuffer() { Reset(); }
-
-void PinnedHostBuffer::Reset() {
-  if (data_ != nullptr) cudaFreeHost(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-}
-
-absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes) {
-  PinnedHostBuffer buffer;
-  if (bytes == 0) return buffer;
-  absl::Status status = CudaStatus(cudaMallocHost(&buffer.data_, bytes),
-                                   absl::StrCat("cudaMallocHost(", bytes, ")"));
-  if (!status.ok()) {
-    buffer.data_ = nullptr;
-    return status;
-  }
-  buffer.bytes_ = bytes;
-  return buffer;
-}
+template class CudaBuffer<CudaMemoryKind::kDevice>;
+template class CudaBuffer<CudaMemoryKind::kPinnedHost>;
 
 // ---- CudaStream
 

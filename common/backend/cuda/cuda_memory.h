@@ -27,19 +27,31 @@ namespace ps {
 // (anything else, e.g. a faulting kernel).
 absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
-// Device memory from cudaMalloc. Empty (null, 0 bytes) when default-built.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer();
+// Where a CudaBuffer's memory lives.
+enum class CudaMemoryKind {
+  kDevice,      // cudaMalloc / cudaFree
+  kPinnedHost,  // cudaMallocHost / cudaFreeHost: page-locked, DMA-able, so
+                // cudaMemcpyAsync from it is truly asynchronous
+};
 
-  // RESOURCE_EXHAUSTED when the device has no room. bytes == 0 gives an empty
+// Memory owned by RAII. Empty (null, 0 bytes) when default-built. Move-only.
+template <CudaMemoryKind kKind>
+class CudaBuffer {
+ public:
+  CudaBuffer() = default;
+  CudaBuffer(CudaBuffer&& other) noexcept;
+  CudaBuffer& operator=(CudaBuffer&& other) noexcept;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  ~CudaBuffer();
+
+  // RESOURCE_EXHAUSTED when there is no room. bytes == 0 gives an empty
   // buffer.
-  static absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
+  static absl::StatusOr<CudaBuffer> Allocate(size_t bytes);
+
+  // Makes room for at least `bytes`; the contents are not kept when it has to
+  // reallocate (the old memory is freed first, keeping the peak low).
+  absl::Status Reserve(size_t bytes);
 
   void* data() const { return data_; }
   template <typename T>
@@ -55,32 +67,8 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Page-locked host memory from cudaMallocHost (DMA-able, so
-// cudaMemcpyAsync from it is truly asynchronous).
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept;
-  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-  ~PinnedHostBuffer();
-
-  static absl::StatusOr<PinnedHostBuffer> Allocate(size_t bytes);
-
-  void* data() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void Reset();
-
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = CudaBuffer<CudaMemoryKind::kDevice>;
+using PinnedHostBuffer = CudaBuffer<CudaMemoryKind::kPinnedHost>;
 
 // A non-blocking stream (does not synchronize with the legacy default
 // stream).
