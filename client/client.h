@@ -144,6 +144,15 @@ class Client {
   virtual Future PushPullDense(uint32_t table_id, uint64_t offset,
                                absl::Span<const float> grads,
                                absl::Span<float> out) = 0;
+  // Zero-copy variants (ps-lite's ZPush): `grads` is not copied but sent
+  // straight from the caller's memory, which must stay valid and unchanged
+  // until the returned future completes (a resend after a reconnect reads
+  // it again). Saves one pass over the gradients on the calling thread.
+  virtual Future PushDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                   absl::Span<const float> grads) = 0;
+  virtual Future PushPullDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                       absl::Span<const float> grads,
+                                       absl::Span<float> out) = 0;
 
   // Sparse: `keys` in any order, duplicates allowed. `out` / `grads` hold
   // keys.size() * dim floats in `keys` order. Gradients of a duplicated key

@@ -505,7 +505,7 @@ Promise ClientImpl::NewOperation(proto::Op op) {
 
 Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
                            absl::Span<const float> grads,
-                           absl::Span<float> out) {
+                           absl::Span<float> out, bool zero_copy) {
   absl::StatusOr<TableInfo> table = LookupTable(table_id);
   if (!table.ok()) return Future(table.status());
   if (table->kind != TableKind::kDense) {
@@ -548,11 +548,12 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
     request.set_length(chunk.length);
     request.set_client_id(client_id_);
     request.set_first_chunk(chunk.first_chunk);
-    if (IsPush(op)) {
-      request.mutable_values()->assign(
-          reinterpret_cast<const char*>(grads.data() + at),
-          chunk.length * sizeof(float));
-    }
+    const absl::string_view payload =
+        IsPush(op) ? absl::string_view(
+                         reinterpret_cast<const char*>(grads.data() + at),
+                         chunk.length * sizeof(float))
+                   : absl::string_view();
+    if (!zero_copy) request.mutable_values()->assign(payload.data(), payload.size());
     // A pull's values are copied by the connection from the received
     // buffer straight into the caller's span (a size mismatch is INTERNAL).
     absl::Span<char> dst;
@@ -560,11 +561,15 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
                              chunk.length * sizeof(float));
     }
-    connections_[chunk.shard]->Send(
-        std::move(request), dst,
-        [joiner](const absl::Status& status, proto::DataResponse*) {
-          joiner->Done(status);
-        });
+    auto done = [joiner](const absl::Status& status, proto::DataResponse*) {
+      joiner->Done(status);
+    };
+    if (zero_copy) {
+      connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
+                                                 nullptr, dst, std::move(done));
+    } else {
+      connections_[chunk.shard]->Send(std::move(request), dst, std::move(done));
+    }
   }
   return promise.future();
 }
@@ -648,18 +653,31 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
 
 Future ClientImpl::PullDense(uint32_t table_id, uint64_t offset,
                              absl::Span<float> out) {
-  return DenseOp(proto::PULL, table_id, offset, {}, out);
+  return DenseOp(proto::PULL, table_id, offset, {}, out, /*zero_copy=*/false);
 }
 
 Future ClientImpl::PushDense(uint32_t table_id, uint64_t offset,
                              absl::Span<const float> grads) {
-  return DenseOp(proto::PUSH, table_id, offset, grads, {});
+  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/false);
 }
 
 Future ClientImpl::PushPullDense(uint32_t table_id, uint64_t offset,
                                  absl::Span<const float> grads,
                                  absl::Span<float> out) {
-  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out);
+  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
+                 /*zero_copy=*/false);
+}
+
+Future ClientImpl::PushDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                     absl::Span<const float> grads) {
+  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/true);
+}
+
+Future ClientImpl::PushPullDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                         absl::Span<const float> grads,
+                                         absl::Span<float> out) {
+  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
+                 /*zero_copy=*/true);
 }
 
 Future ClientImpl::PullSparse(uint32_t table_id,

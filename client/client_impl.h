@@ -48,6 +48,11 @@ class ClientImpl final : public Client {
   Future PushPullDense(uint32_t table_id, uint64_t offset,
                        absl::Span<const float> grads,
                        absl::Span<float> out) override;
+  Future PushDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                           absl::Span<const float> grads) override;
+  Future PushPullDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                               absl::Span<const float> grads,
+                               absl::Span<float> out) override;
 
   Future PullSparse(uint32_t table_id, absl::Span<const uint64_t> keys,
                     absl::Span<float> out) override;
@@ -93,8 +98,11 @@ class ClientImpl final : public Client {
   // The table with `table_id`, refreshing once on a miss; NOT_FOUND.
   absl::StatusOr<TableInfo> LookupTable(uint32_t table_id);
 
+  // `zero_copy`: the request chunks reference `grads` instead of copying it
+  // (the caller keeps it alive until the future completes).
   Future DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
-                 absl::Span<const float> grads, absl::Span<float> out);
+                 absl::Span<const float> grads, absl::Span<float> out,
+                 bool zero_copy);
   Future SparseOp(proto::Op op, uint32_t table_id,
                   absl::Span<const uint64_t> keys,
                   absl::Span<const float> grads, absl::Span<float> out);

@@ -2,6 +2,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -204,6 +205,50 @@ TEST_F(ClientTest, DensePushAndPushPull) {
     for (const auto& r : f->requests()) firsts += r.first_chunk();
   }
   EXPECT_EQ(firsts, 4);
+}
+
+TEST_F(ClientTest, ZeroCopyPushSendsTheCallersBytes) {
+  auto client = ConnectOk();
+  ASSERT_NE(client, nullptr);
+  std::vector<float> grads(40);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.125f * i;
+  ASSERT_TRUE(client->PushDenseZeroCopy(kDense, 480, grads).Wait().ok());
+  std::vector<float> out(40);
+  ASSERT_TRUE(client->PushPullDenseZeroCopy(kDense, 480, grads, absl::MakeSpan(out))
+                  .Wait()
+                  .ok());
+  // Same values as the copying calls (DensePushAndPushPull).
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i], 0.5f * (480 + i) - 2 * 0.125f * i) << i;
+  }
+  // The servers received exactly the caller's bytes, chunk by chunk.
+  for (auto& f : fakes_) {
+    for (const auto& r : f->requests()) {
+      ASSERT_EQ(r.values().size(), r.length() * sizeof(float));
+      EXPECT_EQ(std::memcmp(r.values().data(), grads.data() + (r.offset() - 480),
+                            r.values().size()),
+                0);
+    }
+  }
+}
+
+TEST_F(ClientTest, ZeroCopyPushHeldByAHungServerFailsOnlyAtShutdown) {
+  fakes_.clear();
+  FakeParameterServer::Options o;
+  o.tables = Tables();
+  o.hold_responses = true;
+  auto hung = FakeParameterServer::Start(o);
+  ASSERT_NE(hung, nullptr);
+  ClientOptions options = Options();
+  options.servers = {hung->address()};
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<float> grads(10, 1.0f);
+  Future f = (*client)->PushDenseZeroCopy(kDense, 0, grads);
+  ASSERT_TRUE(WaitFor([&] { return hung->requests().size() == 1; }));
+  EXPECT_FALSE(f.Ready());  // the caller's memory is still in use
+  client->reset();
+  EXPECT_EQ(f.Wait().code(), absl::StatusCode::kCancelled);
 }
 
 TEST_F(ClientTest, SparsePullWithDuplicatesAcrossShards) {

@@ -201,14 +201,23 @@ ServerConnection::~ServerConnection() {
 void ServerConnection::Send(proto::DataRequest request,
                             absl::Span<char> values_into,
                             ResponseCallback done) {
-  auto entry = std::make_shared<Pending>();
-  const uint64_t id = request_ids_->fetch_add(1, std::memory_order_relaxed);
-  request.set_request_id(id);
   auto values = std::make_shared<std::string>();
   values->swap(*request.mutable_values());
   const absl::string_view payload(*values);
+  SendWithPayload(std::move(request), payload, std::move(values), values_into,
+                  std::move(done));
+}
+
+void ServerConnection::SendWithPayload(proto::DataRequest request,
+                                       absl::string_view payload,
+                                       std::shared_ptr<const void> owner,
+                                       absl::Span<char> values_into,
+                                       ResponseCallback done) {
+  auto entry = std::make_shared<Pending>();
+  const uint64_t id = request_ids_->fetch_add(1, std::memory_order_relaxed);
+  request.set_request_id(id);
   entry->wire = SerializeWithPayload(request, kDataRequestValuesField, payload,
-                                     std::move(values));
+                                     std::move(owner));
   entry->values_into = values_into;
   entry->done = std::move(done);
   std::shared_ptr<Pending> to_write;

@@ -93,6 +93,16 @@ class ServerConnection {
   void Send(proto::DataRequest request, absl::Span<char> values_into,
             ResponseCallback done);
 
+  // Same, with the values given as `payload` and sent without a copy (the
+  // encoded request references it): `owner` keeps it alive, or, when null,
+  // the caller keeps it valid and unchanged until `done` runs. `done` runs
+  // only once gRPC reads the payload no more: after the server answered
+  // (it had received every byte), or after the stream carrying it finished.
+  // REQUIRES: request.values() is empty.
+  void SendWithPayload(proto::DataRequest request, absl::string_view payload,
+                       std::shared_ptr<const void> owner,
+                       absl::Span<char> values_into, ResponseCallback done);
+
   // A context for a control RPC: carries the bearer token; with a deadline of
   // `timeout` unless it is absl::InfiniteDuration(). `wait_for_ready` makes
   // the call wait for the channel instead of failing fast while the server is

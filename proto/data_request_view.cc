@@ -123,7 +123,7 @@ DataRequestView ViewOf(const proto::DataRequest& request) {
   v.client_id = request.client_id();
   v.first_chunk = request.first_chunk();
   v.keys = request.keys();
-  v.values = request.values();
+  v.values = absl::string_view(request.values());
   return v;
 }
 
@@ -184,15 +184,15 @@ absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
     }
   }
   // View the bytes fields that lie inside one piece.
-  auto view = [&](const WireRange& range, size_t piece, uint64_t offset,
-                  absl::string_view* into) {
-    if (!range.present || range.size == 0) return;
+  auto view = [&](const WireRange& range, size_t piece, uint64_t offset) {
+    if (!range.present || range.size == 0) return absl::string_view();
     if (piece < pieces.size() && pieces[piece].size() - offset >= range.size) {
-      *into = pieces[piece].substr(offset, range.size);
+      return pieces[piece].substr(offset, range.size);
     }
+    return absl::string_view();
   };
-  view(*keys, keys_piece, keys_offset, &out->keys);
-  view(*values, values_piece, values_offset, &out->values);
+  out->keys = view(*keys, keys_piece, keys_offset);
+  out->values = view(*values, values_piece, values_offset);
   return absl::OkStatus();
 }
 
@@ -202,41 +202,25 @@ absl::Status DecodeDataRequest(absl::string_view bytes, DataRequestView* out) {
   return DecodeDataRequestPieces(pieces, out, &keys, &values);
 }
 
-bool CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
-                   char* dst, bool check_finite) {
-  uint32_t bad = 0;
-  // The scan reads dst, so a float split across two pieces is whole there.
+void WireRangePieces(absl::Span<const absl::string_view> pieces,
+                     WireRange range, std::vector<absl::string_view>* out) {
   uint64_t start = 0;  // message position of the current piece
-  uint64_t copied = 0;
-  uint64_t scanned = 0;  // bytes of dst already scanned
   for (absl::string_view piece : pieces) {
     const uint64_t end = start + piece.size();
     if (end > range.pos && start < range.pos + range.size) {
       const uint64_t from = std::max(range.pos, start) - start;
       const uint64_t to = std::min(range.pos + range.size, end) - start;
-      // Copy in cache-sized blocks and scan each right after it lands.
-      constexpr uint64_t kCopyBlock = 16 << 10;
-      for (uint64_t at = from; at < to; at += kCopyBlock) {
-        const uint64_t n = std::min(kCopyBlock, to - at);
-        std::memcpy(dst + copied, piece.data() + at, n);
-        copied += n;
-        if (check_finite) {
-          const uint64_t whole = (copied - scanned) / (4 * kFiniteBlock) * (4 * kFiniteBlock);
-          for (uint64_t i = 0; i < whole; i += 4 * kFiniteBlock) {
-            bad |= BlockNonFinite(dst + scanned + i);
-          }
-          scanned += whole;
-        }
-      }
+      out->push_back(piece.substr(from, to - from));
     }
     start = end;
   }
-  if (check_finite) {
-    for (; scanned + 4 <= copied; scanned += 4) {
-      bad |= IsNonFinite(LoadBits(dst + scanned)) ? 1u : 0u;
-    }
-  }
-  return bad == 0;
+}
+
+void CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
+                   char* dst) {
+  std::vector<absl::string_view> parts;
+  WireRangePieces(pieces, range, &parts);
+  PiecewiseBytes(parts).CopyTo(0, range.size, dst);
 }
 
 bool AllFiniteFloats(absl::string_view bytes) {
@@ -254,6 +238,30 @@ bool AllFiniteFloats(absl::string_view bytes) {
   for (; i + kFiniteBlock <= n; i += kFiniteBlock) bad |= BlockNonFinite(p + 4 * i);
   for (; i < n; ++i) bad |= IsNonFinite(LoadBits(p + 4 * i)) ? 1u : 0u;
   return bad == 0;
+}
+
+bool AllFiniteFloats(const PiecewiseBytes& bytes) {
+  if (bytes.is_flat()) return AllFiniteFloats(bytes.flat());
+  // Whole floats inside each piece are scanned in place; a float split
+  // across pieces is joined in `carry` first.
+  char carry[4];
+  size_t carried = 0;
+  for (absl::string_view piece : bytes.pieces()) {
+    if (carried > 0) {
+      const size_t take = std::min(sizeof(carry) - carried, piece.size());
+      std::memcpy(carry + carried, piece.data(), take);
+      carried += take;
+      piece.remove_prefix(take);
+      if (carried < sizeof(carry)) continue;
+      if (IsNonFinite(LoadBits(carry))) return false;
+      carried = 0;
+    }
+    const size_t whole = piece.size() / 4 * 4;
+    if (!AllFiniteFloats(piece.substr(0, whole))) return false;
+    carried = piece.size() - whole;
+    std::memcpy(carry, piece.data() + whole, carried);
+  }
+  return true;
 }
 
 int64_t FirstNonFiniteFloat(absl::string_view bytes) {

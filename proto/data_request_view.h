@@ -17,17 +17,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/piecewise_bytes.h"
 #include "proto/ps.pb.h"
 
 namespace ps {
 
 // The fields of a DataRequest (ps.proto). `keys` and `values` point into
 // memory owned by whoever made the view (the wire bytes, a realigned copy,
-// or a proto::DataRequest), and may have any alignment.
+// or a proto::DataRequest), and may have any alignment; `values` may also
+// be spread over the slices the message arrived in (see PiecewiseBytes).
 struct DataRequestView {
   uint64_t request_id = 0;
   proto::Op op = proto::OP_UNSPECIFIED;  // any int32 a peer sent
@@ -39,12 +42,7 @@ struct DataRequestView {
   uint64_t client_id = 0;
   bool first_chunk = false;
   absl::string_view keys;
-  absl::string_view values;
-  // Set by a producer that already scanned `values` (e.g. while copying
-  // them): then values_all_finite says whether every float32 in it is
-  // finite, and consumers need not scan again.
-  bool values_finite_known = false;
-  bool values_all_finite = false;
+  PiecewiseBytes values;
 };
 
 // A view of `request`'s fields; valid while `request` lives unchanged.
@@ -62,8 +60,7 @@ struct WireRange {
 // (e.g. the slices of a received gRPC message) without copying anything.
 // Scalar fields go to *out; `keys` / `values` get the range of the field's
 // last occurrence, and out->keys / out->values view it when it lies inside
-// one piece (empty otherwise: the caller copies the range, see
-// CopyWireRange). INVALID_ARGUMENT (message prefixed "malformed
+// one piece (empty otherwise: see WireRangePieces and CopyWireRange). INVALID_ARGUMENT (message prefixed "malformed
 // DataRequest: ") for bytes protobuf would not parse, or a group.
 absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
                                      DataRequestView* out, WireRange* keys,
@@ -72,19 +69,22 @@ absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
 // Same for contiguous bytes: out->keys / out->values view into `bytes`.
 absl::Status DecodeDataRequest(absl::string_view bytes, DataRequestView* out);
 
-// Copies `range` of the message made of `pieces` to `dst` (range.size
-// bytes). When `check_finite` the copied bytes are also scanned as float32
-// (block by block while they are still in cache) and the result is returned;
-// otherwise returns true. REQUIRES: the range lies inside the pieces (as
-// DecodeDataRequestPieces returned it); check_finite implies range.size is a
-// multiple of 4.
-bool CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
-                   char* dst, bool check_finite);
+// Appends to `out` the parts of `pieces` that hold `range` of the message
+// they make up, in order (views, nothing copied). REQUIRES: the range lies
+// inside the pieces (as DecodeDataRequestPieces returned it).
+void WireRangePieces(absl::Span<const absl::string_view> pieces,
+                     WireRange range, std::vector<absl::string_view>* out);
 
-// True when every float32 in `bytes` (little-endian, any alignment; a
-// trailing partial float is ignored) is finite: a branch-free test of the
-// exponent bits that the compiler vectorizes.
+// Copies `range` of the message made of `pieces` to `dst` (range.size
+// bytes). REQUIRES: as WireRangePieces.
+void CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
+                   char* dst);
+
+// True when every float32 in `bytes` (little-endian, any alignment, floats
+// may straddle pieces; a trailing partial float is ignored) is finite: a
+// branch-free test of the exponent bits that the compiler vectorizes.
 bool AllFiniteFloats(absl::string_view bytes);
+bool AllFiniteFloats(const PiecewiseBytes& bytes);
 
 // Index of the first non-finite float32 in `bytes`, or -1.
 int64_t FirstNonFiniteFloat(absl::string_view bytes);

@@ -25,7 +25,7 @@ void ExpectSameAsProto(const DataRequestView& v, const proto::DataRequest& r) {
   EXPECT_EQ(v.client_id, r.client_id());
   EXPECT_EQ(v.first_chunk, r.first_chunk());
   EXPECT_EQ(v.keys, r.keys());
-  EXPECT_EQ(v.values, r.values());
+  EXPECT_EQ(v.values.ToString(), r.values());
 }
 
 uint64_t RandomVarintValue(std::mt19937_64& rng) {
@@ -78,7 +78,6 @@ TEST(DataRequestViewTest, MatchesProtobufOnRandomRequests) {
     DataRequestView v;
     ASSERT_TRUE(DecodeDataRequest(wire, &v).ok());
     ExpectSameAsProto(v, r);
-    EXPECT_FALSE(v.values_finite_known);
     // Through gRPC slices, single and split.
     for (bool split : {false, true}) {
       grpc::Slice one(wire);
@@ -88,47 +87,52 @@ TEST(DataRequestViewTest, MatchesProtobufOnRandomRequests) {
       ASSERT_TRUE(received.ok()) << received.status();
       const DataRequestView& rv = (*received)->view();
       ExpectSameAsProto(rv, r);
-      if (!rv.values.empty()) {
-        EXPECT_EQ(reinterpret_cast<uintptr_t>(rv.values.data()) % 4, 0u);
-      }
       if (!rv.keys.empty()) {
         EXPECT_EQ(reinterpret_cast<uintptr_t>(rv.keys.data()) % 8, 0u);
       }
-      if (rv.values_finite_known) {
-        EXPECT_EQ(rv.values_all_finite, AllFiniteFloats(r.values()));
-        EXPECT_GT((*received)->bytes_copied(), 0u);
-      }
+      // Values are never copied: they stay in the message's slices.
+      EXPECT_LE((*received)->bytes_copied(), r.keys().size());
+      EXPECT_EQ(AllFiniteFloats(rv.values), AllFiniteFloats(r.values()));
     }
   }
 }
 
-TEST(DataRequestViewTest, ViewsSingleSliceInPlaceWhenAligned) {
+TEST(DataRequestViewTest, ValuesStayInTheSlicesAtAnyAlignment) {
   proto::DataRequest r;
   r.set_request_id(1);
   r.set_op(proto::PUSH);
-  r.set_values(std::string(4000, '\0'));
+  r.set_values(std::string(4000, '\x01'));
   const std::string wire = r.SerializeAsString();
-  // Place the message so that the values start 4-aligned, then misaligned.
   const size_t values_at = wire.size() - r.values().size();
   for (size_t shift : {0, 1, 2, 3}) {
     std::vector<uint32_t> storage(wire.size() / 4 + 4);
     char* base = reinterpret_cast<char*>(storage.data());
     const size_t start = (4 - values_at % 4 + shift) % 4;
     std::memcpy(base + start, wire.data(), wire.size());
+    // One slice: the values are one flat piece viewed in place.
     grpc::Slice slice(base + start, wire.size(), grpc::Slice::STATIC_SLICE);
-    const grpc::ByteBuffer buffer(&slice, 1);
-    auto received = DecodeDataRequest(buffer);
-    ASSERT_TRUE(received.ok());
-    EXPECT_EQ((*received)->view().values, r.values());
-    if (shift == 0) {
-      EXPECT_EQ((*received)->view().values.data(), base + start + values_at);
-      EXPECT_EQ((*received)->bytes_copied(), 0u);
-      EXPECT_FALSE((*received)->view().values_finite_known);
-    } else {
-      EXPECT_EQ((*received)->bytes_copied(), 4000u);
-      EXPECT_TRUE((*received)->view().values_finite_known);
-      EXPECT_TRUE((*received)->view().values_all_finite);
-    }
+    auto one = DecodeDataRequest(grpc::ByteBuffer(&slice, 1));
+    ASSERT_TRUE(one.ok());
+    ASSERT_TRUE((*one)->view().values.is_flat());
+    EXPECT_EQ((*one)->view().values.flat().data(), base + start + values_at);
+    EXPECT_EQ((*one)->bytes_copied(), 0u);
+    // Three slices (copies, so gRPC cannot merge them) cut inside floats:
+    // three pieces pointing into them.
+    const size_t cut1 = values_at + 1001, cut2 = values_at + 2999;
+    grpc::Slice parts[3] = {
+        grpc::Slice(base + start, cut1),
+        grpc::Slice(base + start + cut1, cut2 - cut1),
+        grpc::Slice(base + start + cut2, wire.size() - cut2)};
+    auto three = DecodeDataRequest(grpc::ByteBuffer(parts, 3));
+    ASSERT_TRUE(three.ok());
+    const PiecewiseBytes& values = (*three)->view().values;
+    ASSERT_EQ(values.pieces().size(), 3u);
+    EXPECT_EQ(values.pieces()[0].size(), 1001u);
+    EXPECT_EQ(values.pieces()[1].size(), cut2 - cut1);
+    EXPECT_EQ(values.pieces()[1].data(),
+              reinterpret_cast<const char*>(parts[1].begin()));
+    EXPECT_EQ(values.ToString(), r.values());
+    EXPECT_EQ((*three)->bytes_copied(), 0u);
   }
 }
 
@@ -161,7 +165,7 @@ TEST(DataRequestViewTest, RepeatedFieldsLastWinsAndUnknownFieldsSkipped) {
   ASSERT_TRUE(DecodeDataRequest(wire, &v).ok());
   ExpectSameAsProto(v, expected);
   EXPECT_EQ(v.request_id, 3u);
-  EXPECT_EQ(v.values, "wxyz");
+  EXPECT_EQ(v.values.ToString(), "wxyz");
   EXPECT_EQ(v.keys, "12345678");
   EXPECT_TRUE(v.first_chunk);
   EXPECT_EQ(v.clock, -1);
@@ -248,18 +252,17 @@ TEST(DataRequestViewTest, FiniteScanMatchesIsfiniteAtAnyAlignment) {
     const absl::string_view view = absl::string_view(bytes).substr(shift);
     EXPECT_EQ(AllFiniteFloats(view), expected_first < 0);
     EXPECT_EQ(FirstNonFiniteFloat(view), expected_first);
-    // The fused copy across random pieces.
+    // The same floats cut into random pieces (floats split across them).
     std::vector<absl::string_view> pieces;
     for (size_t at = 0; at < view.size();) {
       const size_t len = std::min<size_t>(view.size() - at, rng() % 9000);
       pieces.push_back(view.substr(at, len));
       at += len;
     }
+    EXPECT_EQ(AllFiniteFloats(PiecewiseBytes(pieces)), expected_first < 0);
     std::vector<float> copy(n);
     WireRange range{true, 0, 4 * n};
-    EXPECT_EQ(CopyWireRange(pieces, range, reinterpret_cast<char*>(copy.data()),
-                            true),
-              expected_first < 0);
+    CopyWireRange(pieces, range, reinterpret_cast<char*>(copy.data()));
     EXPECT_EQ(std::memcmp(copy.data(), values.data(), 4 * n), 0);
   }
 }

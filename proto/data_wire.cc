@@ -208,22 +208,14 @@ absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
        reinterpret_cast<uintptr_t>(view.keys.data()) % alignof(uint64_t) != 0)) {
     received->aligned_keys_.reset(new uint64_t[(keys.size + 7) / 8]);
     char* dst = reinterpret_cast<char*>(received->aligned_keys_.get());
-    CopyWireRange(pieces, keys, dst, /*check_finite=*/false);
+    CopyWireRange(pieces, keys, dst);
     view.keys = absl::string_view(dst, keys.size);
     received->bytes_copied_ += keys.size;
   }
-  // Values: the same, scanning for inf / nan while the copy is in cache.
-  if (values.present && values.size > 0 &&
-      (view.values.empty() ||
-       reinterpret_cast<uintptr_t>(view.values.data()) % alignof(float) != 0)) {
-    received->aligned_values_.reset(new float[(values.size + 3) / 4]);
-    char* dst = reinterpret_cast<char*>(received->aligned_values_.get());
-    const bool whole_floats = values.size % 4 == 0;
-    const bool finite = CopyWireRange(pieces, values, dst, whole_floats);
-    view.values = absl::string_view(dst, values.size);
-    view.values_finite_known = whole_floats;
-    view.values_all_finite = whole_floats && finite;
-    received->bytes_copied_ += values.size;
+  // Values: never copied; the consumer reads them from the slices.
+  if (values.present && values.size > 0 && view.values.empty()) {
+    WireRangePieces(pieces, values, &received->value_pieces_);
+    view.values = PiecewiseBytes(received->value_pieces_);
   }
   g_decoded.fetch_add(1, std::memory_order_relaxed);
   if (pieces.size() > 1) g_multi_slice.fetch_add(1, std::memory_order_relaxed);

@@ -72,11 +72,13 @@ absl::Status DecodeDataResponseBytes(absl::string_view bytes,
 // the view and the memory it points into. Immutable once made.
 class ReceivedDataRequest {
  public:
-  // keys / values view either the message's own slices (held here) or
-  // aligned copies owned here: values are 4-byte aligned and keys 8-byte
-  // aligned whenever they are non-empty.
+  // values are the message's own slices (held here), never copied: one
+  // piece when the field lies inside one slice, else the parts of the
+  // slices that hold it, any alignment. keys are viewed in place when they
+  // lie inside one slice 8-byte aligned, else copied once into aligned
+  // memory owned here (they are small).
   const DataRequestView& view() const { return view_; }
-  // Bytes copied to align or join keys / values (0 when viewed in place).
+  // Bytes copied to align or join keys (0 when viewed in place).
   uint64_t bytes_copied() const { return bytes_copied_; }
   // Slices the message arrived in.
   size_t num_slices() const { return slices_.size(); }
@@ -86,19 +88,18 @@ class ReceivedDataRequest {
   DecodeDataRequest(const grpc::ByteBuffer& buffer);
 
   std::vector<grpc::Slice> slices_;     // references, not copies
-  // Aligned copies when needed; not zero-filled first (written once).
+  // The parts of slices_ that hold the values (view_.values points here).
+  std::vector<absl::string_view> value_pieces_;
+  // An aligned copy of the keys when needed; not zero-filled first.
   std::unique_ptr<uint64_t[]> aligned_keys_;
-  std::unique_ptr<float[]> aligned_values_;
   DataRequestView view_;
   uint64_t bytes_copied_ = 0;
 };
 
-// Decodes a DataRequest from `buffer` without flattening it: keys and values
-// are viewed in place when they lie inside one slice at an address aligned
-// for their type, otherwise copied once into aligned memory; values copied
-// that way are scanned for non-finite floats in the same pass (the view's
-// values_finite_known). `buffer` may be cleared or reused afterwards (the
-// slices are referenced). INVALID_ARGUMENT as DecodeDataRequestPieces.
+// Decodes a DataRequest from `buffer` without flattening it (see
+// ReceivedDataRequest for where keys and values end up). `buffer` may be
+// cleared or reused afterwards (the slices are referenced).
+// INVALID_ARGUMENT as DecodeDataRequestPieces.
 absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
     const grpc::ByteBuffer& buffer);
 
@@ -108,7 +109,7 @@ struct DataRequestDecodeStats {
   uint64_t multi_slice_messages = 0;
   uint64_t max_slices = 0;
   uint64_t bytes_received = 0;
-  uint64_t bytes_copied = 0;  // for alignment or joining slices
+  uint64_t bytes_copied = 0;  // keys copied for alignment or joining slices
 };
 DataRequestDecodeStats GetDataRequestDecodeStats();
 

@@ -17,17 +17,19 @@ namespace {
 // Elements initialized per Write() when a dense shard is created.
 constexpr uint64_t kInitChunk = 1 << 16;
 
-// Views raw bytes as T. Received requests (proto/data_wire.h
-// DecodeDataRequest) and protobuf strings are aligned for T; the copy into
-// `scratch` only guards against a view made some other way.
+// Views raw bytes as T: in place when they are contiguous and aligned for T
+// (received keys, protobuf strings), else copied into `scratch` (sparse
+// values spread over a received message's slices).
 template <typename T>
-absl::Span<const T> View(absl::string_view bytes, std::vector<T>* scratch) {
-  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) == 0) {
-    return absl::Span<const T>(reinterpret_cast<const T*>(bytes.data()),
+absl::Span<const T> View(const PiecewiseBytes& bytes, std::vector<T>* scratch) {
+  if (bytes.is_flat() &&
+      reinterpret_cast<uintptr_t>(bytes.flat().data()) % alignof(T) == 0) {
+    return absl::Span<const T>(reinterpret_cast<const T*>(bytes.flat().data()),
                                bytes.size() / sizeof(T));
   }
   scratch->resize(bytes.size() / sizeof(T));
-  std::memcpy(scratch->data(), bytes.data(), scratch->size() * sizeof(T));
+  bytes.CopyTo(0, scratch->size() * sizeof(T),
+               reinterpret_cast<char*>(scratch->data()));
   return absl::MakeConstSpan(*scratch);
 }
 
@@ -115,7 +117,7 @@ namespace {
 
 absl::Status CheckValues(const DataRequestView& request, bool push,
                          uint64_t expected_floats, bool reject_non_finite) {
-  const absl::string_view values = request.values;
+  const PiecewiseBytes& values = request.values;
   if (!push) {
     if (!values.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -128,14 +130,13 @@ absl::Status CheckValues(const DataRequestView& request, bool push,
         "values: expected ", expected_floats * sizeof(float), " bytes (",
         expected_floats, " float32), got ", values.size(), " bytes"));
   }
-  // One branch-free pass (or none: the decoder scanned the values while
-  // copying them); the slow search only runs for a request that fails.
-  if (reject_non_finite &&
-      !(request.values_finite_known ? request.values_all_finite
-                                    : AllFiniteFloats(values))) {
-    const int64_t i = FirstNonFiniteFloat(values);
+  // One branch-free pass over the received slices; the slow search (over a
+  // joined copy) only runs for a request that fails.
+  if (reject_non_finite && !AllFiniteFloats(values)) {
+    const std::string joined = values.ToString();
+    const int64_t i = FirstNonFiniteFloat(joined);
     float bad;
-    std::memcpy(&bad, values.data() + 4 * i, sizeof(bad));
+    std::memcpy(&bad, joined.data() + 4 * i, sizeof(bad));
     return absl::InvalidArgumentError(
         absl::StrCat("gradient ", i, " is not finite (",
                      std::isnan(bad) ? "nan" : "inf",
@@ -308,13 +309,17 @@ absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
 
 absl::Status ShardTable::PushLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows) {
-  std::vector<float> scratch;
-  absl::Span<const float> grad = View<float>(request.values, &scratch);
+  // Dense gradients go to the store as received (it reads the slices);
+  // sparse ones are joined first (rows are small and the row kernels want
+  // one span).
   const bool dense = config_.kind == TableKind::kDense;
+  std::vector<float> scratch;
+  absl::Span<const float> grad;
+  if (!dense) grad = View<float>(request.values, &scratch);
   const uint64_t local = dense ? request.offset - owned_.begin : 0;
   if (config_.consistency == Consistency::kSync) {
     if (dense) {
-      RETURN_IF_ERROR(store_->AccumulateDense(local, grad));
+      RETURN_IF_ERROR(store_->AccumulateDensePieces(local, request.values));
     } else {
       RETURN_IF_ERROR(store_->AccumulateRows(rows, config_.dim, grad));
       step_rows_.insert(rows.begin(), rows.end());
@@ -327,7 +332,8 @@ absl::Status ShardTable::PushLocked(const DataRequestView& request,
     const uint64_t t = version_ + (request.first_chunk ? 1 : 0);
     const int64_t step = static_cast<int64_t>(std::max<uint64_t>(t, 1));
     if (dense) {
-      RETURN_IF_ERROR(store_->ApplyDense(local, grad, 1.0f, step));
+      RETURN_IF_ERROR(
+          store_->ApplyDensePieces(local, request.values, 1.0f, step));
     } else {
       RETURN_IF_ERROR(store_->ApplyRows(rows, config_.dim, grad, 1.0f, step));
     }

@@ -242,6 +242,39 @@ class CpuParamStore final : public ParamStore {
     return absl::OkStatus();
   }
 
+  // Block by block straight from the pieces (ForEachFloatBlock): a block
+  // that is not aligned in place is copied into an L1-sized buffer, so the
+  // gradient is read from memory once instead of copied out and read again.
+  absl::Status ApplyDensePieces(uint64_t offset, const PiecewiseBytes& grad,
+                                float grad_scale, int64_t step) override {
+    RETURN_IF_ERROR(CheckRange("ApplyDense", offset,
+                               grad.size() / sizeof(float), size_));
+    ASSIGN_OR_RETURN(const UpdateConstants k,
+                     MakeUpdateConstants(config_, grad_scale, step));
+    return ForEachFloatBlock(
+        grad, [&](uint64_t first, absl::Span<const float> block) {
+          UpdateJob job = BaseJob();
+          job.grad = block.data();
+          job.offset = offset + first;
+          job.n = block.size();
+          Dispatch(config_.type, k, job);
+          return absl::OkStatus();
+        });
+  }
+
+  absl::Status AccumulateDensePieces(uint64_t offset,
+                                     const PiecewiseBytes& grad) override {
+    RETURN_IF_ERROR(CheckRange("AccumulateDense", offset,
+                               grad.size() / sizeof(float), size_));
+    RETURN_IF_ERROR(EnsureAccumulator("AccumulateDense"));
+    return ForEachFloatBlock(
+        grad, [&](uint64_t first, absl::Span<const float> block) {
+          AddInto(accumulator_.data() + offset + first, block.data(),
+                  block.size());
+          return absl::OkStatus();
+        });
+  }
+
   absl::Status ApplyRows(absl::Span<const uint64_t> rows, uint32_t dim,
                          absl::Span<const float> grad, float grad_scale,
                          int64_t step) override {

@@ -26,11 +26,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/config.h"
+#include "common/piecewise_bytes.h"
 
 namespace ps {
 
@@ -66,6 +68,28 @@ class ParamStore {
   // gradient grad[i] * grad_scale.
   virtual absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
                                   float grad_scale, int64_t step) = 0;
+
+  // ApplyDense / AccumulateDense with the gradient as little-endian float32
+  // bytes that may be spread over pieces (a received request's slices; any
+  // alignment). REQUIRES: grad.size() is a multiple of 4. The update rule is
+  // elementwise, so a store may consume the pieces in any blocks. This
+  // default joins them into one buffer and makes one call; the CPU store
+  // applies block by block from cache-resident copies instead.
+  virtual absl::Status ApplyDensePieces(uint64_t offset,
+                                        const PiecewiseBytes& grad,
+                                        float grad_scale, int64_t step) {
+    std::vector<float> joined(grad.size() / sizeof(float));
+    grad.CopyTo(0, joined.size() * sizeof(float),
+                reinterpret_cast<char*>(joined.data()));
+    return ApplyDense(offset, joined, grad_scale, step);
+  }
+  virtual absl::Status AccumulateDensePieces(uint64_t offset,
+                                             const PiecewiseBytes& grad) {
+    std::vector<float> joined(grad.size() / sizeof(float));
+    grad.CopyTo(0, joined.size() * sizeof(float),
+                reinterpret_cast<char*>(joined.data()));
+    return AccumulateDense(offset, joined);
+  }
 
   // Applies the optimizer to the listed rows. REQUIRES: rows are distinct.
   virtual absl::Status ApplyRows(absl::Span<const uint64_t> rows, uint32_t dim,

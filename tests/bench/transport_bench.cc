@@ -6,6 +6,7 @@
 //                   [--server_devices cpu,cuda]
 //                   [--sizes 4096,...] [--ops push,pull,push_pull,sparse]
 //                   [--reps_scale X] [--chunk_bytes N] [--server_threads N]
+//                   [--zero_copy=false]
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
 //
 // Process layout: this binary is the coordinator. It never touches gRPC (gRPC
@@ -71,6 +72,9 @@ ABSL_FLAG(std::string, sizes, "4096,1048576,16777216,67108864",
 ABSL_FLAG(std::string, ops, "push,pull,push_pull,sparse",
           "which operations to measure (comma-separated subset)");
 ABSL_FLAG(double, reps_scale, 1.0, "multiplies every repetition count");
+ABSL_FLAG(bool, zero_copy, true,
+          "dense push / push_pull through the client's zero-copy calls "
+          "(PushDenseZeroCopy); false: the copying PushDense / PushPullDense");
 ABSL_FLAG(int, server_threads, 2, "executor threads per ps_server");
 ABSL_FLAG(bool, worker_malloc_tuning, true,
           "workers set malloc's mmap/trim thresholds like ps_server does");
@@ -411,14 +415,23 @@ bool Verify(ps::Client& client, const ps::TableInfo& dense,
   }
   if (s.ok()) s = client.PushDense(dense.table_id, offset, grad).Wait();
   if (s.ok()) s = client.PullDense(dense.table_id, offset, absl::MakeSpan(pulled)).Wait();
+  // The zero-copy calls: one more push-pull and push of the same gradient.
+  std::vector<float> after_zc(n), pulled_zc(n);
+  if (s.ok()) {
+    s = client.PushPullDenseZeroCopy(dense.table_id, offset, grad, absl::MakeSpan(after_zc))
+            .Wait();
+  }
+  if (s.ok()) s = client.PushDenseZeroCopy(dense.table_id, offset, grad).Wait();
+  if (s.ok()) s = client.PullDense(dense.table_id, offset, absl::MakeSpan(pulled_zc)).Wait();
   if (!s.ok()) {
     fprintf(stderr, "verify dense: %s\n", s.ToString().c_str());
     return false;
   }
   for (size_t i = 0; i < n; ++i) {
-    if (after[i] != before[i] - grad[i] || pulled[i] != after[i] - grad[i]) {
-      fprintf(stderr, "verify dense: element %zu: %f -> %f -> %f (grad %f)\n", i,
-              before[i], after[i], pulled[i], grad[i]);
+    if (after[i] != before[i] - grad[i] || pulled[i] != after[i] - grad[i] ||
+        after_zc[i] != pulled[i] - grad[i] || pulled_zc[i] != after_zc[i] - grad[i]) {
+      fprintf(stderr, "verify dense: element %zu: %f -> %f -> %f -> %f -> %f (grad %f)\n",
+              i, before[i], after[i], pulled[i], after_zc[i], pulled_zc[i], grad[i]);
       return false;
     }
   }
@@ -523,12 +536,17 @@ int RunWorker() {
     auto in = absl::MakeConstSpan(values.data(), n);
     auto res = absl::MakeSpan(result.data(), n);
     const uint32_t id = dense->table_id;
-    if ((OpEnabled("push") &&
-         !timed("push", d, bytes, 0, reps, [&] { return client.PushDense(id, 0, in).Wait(); })) ||
+    const bool zero_copy = absl::GetFlag(FLAGS_zero_copy);
+    if ((OpEnabled("push") && !timed("push", d, bytes, 0, reps, [&] {
+          return (zero_copy ? client.PushDenseZeroCopy(id, 0, in) : client.PushDense(id, 0, in))
+              .Wait();
+        })) ||
         (OpEnabled("pull") &&
          !timed("pull", d, bytes, 0, reps, [&] { return client.PullDense(id, 0, res).Wait(); })) ||
         (OpEnabled("push_pull") && !timed("push_pull", d, 2 * bytes, 0, reps, [&] {
-          return client.PushPullDense(id, 0, in, res).Wait();
+          return (zero_copy ? client.PushPullDenseZeroCopy(id, 0, in, res)
+                            : client.PushPullDense(id, 0, in, res))
+              .Wait();
         }))) {
       return 1;
     }
@@ -637,6 +655,7 @@ tables:
         absl::StrCat("--worker_index=", w), "--out=" + outs.back(),
         "--sizes=" + absl::GetFlag(FLAGS_sizes), "--server_pids=" + absl::StrJoin(server_pids, ","), "--ops=" + absl::GetFlag(FLAGS_ops),
         absl::StrCat("--reps_scale=", absl::GetFlag(FLAGS_reps_scale)),
+        absl::StrCat("--zero_copy=", absl::GetFlag(FLAGS_zero_copy) ? "true" : "false"),
         absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes)),
         absl::StrCat("--worker_malloc_tuning=", absl::GetFlag(FLAGS_worker_malloc_tuning))};
     if (quick) args.push_back("--quick");
@@ -788,7 +807,10 @@ int RunCoordinator() {
            std::max(e.first, e.second) / c.p50_s / 1e9, c.p50_s * 1e6, c.p99_s * 1e6);
   }
   printf("\nThroughput: payload of all workers / wall time; ratio = GB/s over the TCP\n"
-         "ceiling's GB/s for the same exchange (p50 ratio: TCP p50 / our p50).\n");
+         "ceiling's GB/s for the same exchange (p50 ratio: TCP p50 / our p50).\n"
+         "Dense push / push_pull through the client's %s calls.\n",
+         absl::GetFlag(FLAGS_zero_copy) ? "zero-copy (PushDenseZeroCopy)"
+                                        : "copying (PushDense)");
   printf("%-10s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s\n", "config", "op", "size",
          "GB/s", "keys/s", "p50 us", "p99 us", "TCP GB/s", "ratio", "p50 ratio", "cli cpu/op",
          "srv cpu/op");
@@ -798,7 +820,7 @@ int RunCoordinator() {
            r.p99_us, r.ceiling_gbps, r.ceiling_gbps > 0 ? r.gbps / r.ceiling_gbps : 0.0,
            r.p50_us > 0 ? r.ceiling_p50_us / r.p50_us : 0.0, r.client_cpu_us, r.server_cpu_us);
   }
-  std::string json = "{\"ceiling\":[";
+  std::string json = absl::StrCat("{\"zero_copy\":", absl::GetFlag(FLAGS_zero_copy) ? "true" : "false", ",\"ceiling\":[");
   bool first = true;
   for (const auto& [e, c] : ceiling) {
     absl::StrAppend(&json, first ? "" : ",",
