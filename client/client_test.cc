@@ -90,6 +90,17 @@ class ClientTest : public ::testing::Test {
     return c.ok() ? std::move(*c) : nullptr;
   }
 
+  // Replaces the servers with one that never answers and connects to it.
+  std::unique_ptr<Client> ConnectToHungServer() {
+    fakes_.clear();
+    FakeParameterServer::Options o;
+    o.tables = Tables();
+    o.hold_responses = true;
+    fakes_.push_back(FakeParameterServer::Start(o));
+    EXPECT_NE(fakes_.back(), nullptr);
+    return fakes_.back() == nullptr ? nullptr : ConnectOk();
+  }
+
   size_t TotalRequests() {
     return fakes_[0]->requests().size() + fakes_[1]->requests().size();
   }
@@ -233,21 +244,13 @@ TEST_F(ClientTest, ZeroCopyPushSendsTheCallersBytes) {
 }
 
 TEST_F(ClientTest, ZeroCopyPushHeldByAHungServerFailsOnlyAtShutdown) {
-  fakes_.clear();
-  FakeParameterServer::Options o;
-  o.tables = Tables();
-  o.hold_responses = true;
-  auto hung = FakeParameterServer::Start(o);
-  ASSERT_NE(hung, nullptr);
-  ClientOptions options = Options();
-  options.servers = {hung->address()};
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<Client> client = ConnectToHungServer();
+  ASSERT_NE(client, nullptr);
   std::vector<float> grads(10, 1.0f);
-  Future f = (*client)->PushDenseZeroCopy(kDense, 0, grads);
-  ASSERT_TRUE(WaitFor([&] { return hung->requests().size() == 1; }));
+  Future f = client->PushDenseZeroCopy(kDense, 0, grads);
+  ASSERT_TRUE(WaitFor([&] { return fakes_[0]->requests().size() == 1; }));
   EXPECT_FALSE(f.Ready());  // the caller's memory is still in use
-  client->reset();
+  client.reset();
   EXPECT_EQ(f.Wait().code(), absl::StatusCode::kCancelled);
 }
 
@@ -415,20 +418,12 @@ TEST_F(ClientTest, StatsAndCreateTable) {
 }
 
 TEST_F(ClientTest, DestroyingClientCancelsHungRequests) {
-  fakes_.clear();
-  FakeParameterServer::Options o;
-  o.tables = Tables();
-  o.hold_responses = true;
-  auto hung = FakeParameterServer::Start(o);
-  ASSERT_NE(hung, nullptr);
-  ClientOptions options = Options();
-  options.servers = {hung->address()};
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<Client> client = ConnectToHungServer();
+  ASSERT_NE(client, nullptr);
   std::vector<float> out(10);
-  Future f = (*client)->PullDense(kDense, 0, absl::MakeSpan(out));
-  ASSERT_TRUE(WaitFor([&] { return hung->requests().size() == 1; }));
-  client->reset();
+  Future f = client->PullDense(kDense, 0, absl::MakeSpan(out));
+  ASSERT_TRUE(WaitFor([&] { return fakes_[0]->requests().size() == 1; }));
+  client.reset();
   EXPECT_EQ(f.Wait().code(), absl::StatusCode::kCancelled);
 }
 
