@@ -24,8 +24,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "absl/strings/string_view.h"
 #include "common/backend/update_backend.h"
 #include "common/config.h"
+#include "common/piecewise_bytes.h"
 #include "gtest/gtest.h"
 
 namespace ps {
@@ -372,6 +374,64 @@ TEST_P(UpdateBackendConformanceTest, SyncAggregationMatchesMeanGradient) {
     ASSERT_TRUE(store->ApplyAccumulated(1.0f, 4).ok());
     ref.ApplyAccumulated(1.0f, 4);
     ExpectMatches(store.get(), ref, "empty accumulator");
+  }
+}
+
+// `values` as bytes at a misaligned address, cut into random pieces (floats
+// split across them), as a request's values arrive in gRPC's slices.
+struct ScatteredFloats {
+  ScatteredFloats(const std::vector<float>& values, std::mt19937* rng) {
+    storage.assign(1 + (*rng)() % 3, 'x');
+    const size_t start = storage.size();
+    storage.append(reinterpret_cast<const char*>(values.data()),
+                   values.size() * sizeof(float));
+    const absl::string_view all = absl::string_view(storage).substr(start);
+    for (size_t at = 0; at < all.size();) {
+      const size_t n = std::min<size_t>(all.size() - at, 1 + (*rng)() % 3000);
+      pieces.push_back(all.substr(at, n));
+      at += n;
+    }
+  }
+  PiecewiseBytes bytes() const { return PiecewiseBytes(pieces); }
+
+  std::string storage;
+  std::vector<absl::string_view> pieces;
+};
+
+TEST_P(UpdateBackendConformanceTest, PiecewiseGradientsMatchReference) {
+  std::mt19937 rng(4321);
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
+    ASSERT_NE(store, nullptr);
+    RefStore ref(oc.config, kDenseSize);
+    const std::vector<float> init = Uniform(&rng, kDenseSize);
+    ASSERT_TRUE(store->Write(0, init).ok());
+    ref.w.assign(init.begin(), init.end());
+    for (int64_t t = 1; t <= 3; ++t) {
+      const std::vector<float> g = Uniform(&rng, kDenseSize - 13);
+      const ScatteredFloats scattered(g, &rng);
+      ASSERT_TRUE(store->ApplyDensePieces(13, scattered.bytes(), 0.5f, t).ok());
+      ref.ApplyDense(13, g, 0.5f, t);
+      ExpectMatches(store.get(), ref, absl::StrCat("apply step ", t));
+    }
+    // Sync aggregation from pieces: two workers' gradients, then the mean.
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<float> g = Uniform(&rng, kDenseSize);
+      const ScatteredFloats scattered(g, &rng);
+      ASSERT_TRUE(store->AccumulateDensePieces(0, scattered.bytes()).ok());
+      for (size_t i = 0; i < g.size(); ++i) ref.acc[i] += g[i];
+    }
+    ASSERT_TRUE(store->ApplyAccumulated(0.5f, 4).ok());
+    ref.ApplyAccumulated(0.5f, 4);
+    ExpectMatches(store.get(), ref, "accumulated from pieces");
+    // Past the end: OUT_OF_RANGE, nothing applied.
+    const std::vector<float> g = Uniform(&rng, 10);
+    const ScatteredFloats scattered(g, &rng);
+    EXPECT_EQ(store->ApplyDensePieces(kDenseSize - 5, scattered.bytes(), 1.0f, 5)
+                  .code(),
+              absl::StatusCode::kOutOfRange);
+    ExpectMatches(store.get(), ref, "after a rejected push");
   }
 }
 
