@@ -31,7 +31,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/allocator_tuning.h"
+#include "common/process_tuning.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "server/server.h"
@@ -120,10 +120,12 @@ int main(int argc, char** argv) {
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
       "[--metrics_port_file PATH]");
   absl::ParseCommandLine(argc, argv);
-  // Before any thread starts: message-sized buffers are reused, not mmapped.
+  // Before any thread starts: message-sized buffers are reused, not mmapped;
+  // no debug lock graph on every Mutex acquisition.
   if (!ps::TuneAllocatorForLargeMessages()) {
     std::fprintf(stderr, "ps_server: warning: malloc tuning refused\n");
   }
+  ps::DisableMutexDeadlockDetection();
 
   // Signals are taken synchronously by sigwait() below; block them before
   // any thread starts so every thread inherits the mask.

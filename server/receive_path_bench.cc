@@ -186,7 +186,7 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  // As ps_server (TuneAllocatorForLargeMessages, common/allocator_tuning.h): chunk
+  // As ps_server (TuneAllocatorForLargeMessages, common/process_tuning.h): chunk
   // buffers come from the heap, not from fresh mmap()ed pages.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);

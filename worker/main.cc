@@ -26,7 +26,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "common/allocator_tuning.h"
+#include "common/process_tuning.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "spdlog/spdlog.h"
@@ -109,10 +109,11 @@ int main(int argc, char** argv) {
       "worker's shard against the parameter servers");
   absl::ParseCommandLine(argc, argv);
   // Before any thread starts: message-sized gRPC buffers are reused, not
-  // mmapped per message (common/allocator_tuning.h).
+  // mmapped per message; no debug lock graph (common/process_tuning.h).
   if (!ps::TuneAllocatorForLargeMessages()) {
     std::fprintf(stderr, "ps_worker: warning: malloc tuning refused\n");
   }
+  ps::DisableMutexDeadlockDetection();
   using ps::worker::ModelSpec;
 
   if (absl::GetFlag(FLAGS_config).empty()) {

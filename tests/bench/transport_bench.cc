@@ -60,7 +60,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
-#include "common/allocator_tuning.h"
+#include "common/process_tuning.h"
 
 ABSL_FLAG(std::string, role, "coordinator", "coordinator | worker | tcp_echo");
 ABSL_FLAG(std::string, server_bin, "", "ps_server binary (default: next to this one)");
@@ -469,11 +469,12 @@ bool Verify(ps::Client& client, const ps::TableInfo& dense,
 
 int RunWorker() {
   // A trainer process moving multi-MiB tensors should use the same allocator
-  // setting as ps_server (common/allocator_tuning.h); --worker_malloc_tuning=false
+  // setting as ps_server (common/process_tuning.h); --worker_malloc_tuning=false
   // measures the client without it.
   if (absl::GetFlag(FLAGS_worker_malloc_tuning)) {
     ps::TuneAllocatorForLargeMessages();
   }
+  ps::DisableMutexDeadlockDetection();  // as ps_server and ps_worker
   ps::ClientOptions options;
   options.servers = absl::StrSplit(absl::GetFlag(FLAGS_servers), ',');
   options.worker_id = absl::GetFlag(FLAGS_worker_index);

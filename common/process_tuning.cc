@@ -1,6 +1,8 @@
-#include "common/allocator_tuning.h"
+#include "common/process_tuning.h"
 
 #include <malloc.h>
+
+#include "absl/synchronization/mutex.h"
 
 namespace ps {
 
@@ -12,6 +14,10 @@ bool TuneAllocatorForLargeMessages() {
   const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
   return mmap_ok && trim_ok;
+}
+
+void DisableMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 }  // namespace ps
