@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/support/slice.h"
 
 namespace ps {
@@ -257,8 +258,77 @@ grpc::ByteBuffer SerializeWithPayload(
   return grpc::ByteBuffer(slices, 2);
 }
 
+namespace {
+
+// Sent responses' values strings, for AcquireValuesBuffer.
+class ValuesBufferPool {
+ public:
+  static ValuesBufferPool& Get() {
+    static ValuesBufferPool* pool = new ValuesBufferPool();  // never destroyed
+    return *pool;
+  }
+
+  std::string Acquire(size_t size) {
+    std::string out;
+    {
+      absl::MutexLock lock(&mu_);
+      // Exact size first (repeated chunk sizes: no write at all), else the
+      // smallest one large enough (resize shrinks without writing).
+      size_t best = buffers_.size();
+      for (size_t i = 0; i < buffers_.size(); ++i) {
+        const size_t have = buffers_[i].size();
+        if (have == size) {
+          best = i;
+          break;
+        }
+        if (have > size &&
+            (best == buffers_.size() || have < buffers_[best].size())) {
+          best = i;
+        }
+      }
+      if (best < buffers_.size()) {
+        out.swap(buffers_[best]);
+        pooled_bytes_ -= out.size();
+        buffers_.erase(buffers_.begin() + static_cast<ptrdiff_t>(best));
+      }
+    }
+    out.resize(size);  // writes only bytes beyond a recycled buffer's size
+    return out;
+  }
+
+  void Release(std::string buffer) {
+    if (buffer.size() < kMinPooled) return;
+    absl::MutexLock lock(&mu_);
+    if (buffers_.size() >= kMaxBuffers ||
+        pooled_bytes_ + buffer.size() > kMaxBytes) {
+      return;
+    }
+    pooled_bytes_ += buffer.size();
+    buffers_.push_back(std::move(buffer));
+  }
+
+ private:
+  static constexpr size_t kMinPooled = 64 << 10;  // small ones are cheap
+  static constexpr size_t kMaxBuffers = 8;
+  static constexpr size_t kMaxBytes = size_t{256} << 20;
+
+  absl::Mutex mu_;
+  std::vector<std::string> buffers_ ABSL_GUARDED_BY(mu_);
+  size_t pooled_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
+std::string AcquireValuesBuffer(size_t size) {
+  return ValuesBufferPool::Get().Acquire(size);
+}
+
 grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response) {
-  auto values = std::make_shared<std::string>();
+  // Back to the pool once gRPC and every copy of the buffer let go of it.
+  std::shared_ptr<std::string> values(new std::string(), [](std::string* v) {
+    ValuesBufferPool::Get().Release(std::move(*v));
+    delete v;
+  });
   values->swap(*response.mutable_values());
   const absl::string_view payload(*values);
   return SerializeWithPayload(response, kDataResponseValuesField, payload,

@@ -41,8 +41,19 @@ grpc::ByteBuffer SerializeWithPayload(const google::protobuf::MessageLite& messa
                                       std::shared_ptr<const void> owner);
 
 // Moves `response->values()` into the buffer without copying it (the
-// string's storage is owned by the buffer) and serializes the rest.
+// string's storage is owned by the buffer) and serializes the rest. Once
+// gRPC has sent it, the values string goes back to the pool that
+// AcquireValuesBuffer draws from.
 grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response);
+
+// A string of exactly `size` bytes with ARBITRARY contents, for a response's
+// values: recycled from responses already sent when one of that size (or
+// larger) is pooled, so filling a pull's answer does not first zero-fill a
+// fresh multi-MiB string (std::string::resize writes every byte: 11% of a
+// server's CPU per 16 MiB pull, tests/bench/TRANSPORT_RESULTS.md round 4).
+// The caller must overwrite all of it. The pool keeps at most 8 buffers and
+// 256 MiB. Thread-safe.
+std::string AcquireValuesBuffer(size_t size);
 
 // Parses a DataResponse from `buffer` without flattening it first; every
 // byte of `values` is copied exactly once: into `values_into` when that is

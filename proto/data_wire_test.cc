@@ -123,3 +123,45 @@ TEST(DataWireTest, MalformedBytesAreInvalidArgument) {
 
 }  // namespace
 }  // namespace ps
+
+namespace ps {
+namespace {
+
+// A pull's values buffer goes back to the pool once the encoded response is
+// gone, and the next pull of that size gets the same storage back as it was
+// (not zero-filled: that is the point of the pool).
+TEST(DataWireTest, SentValuesBuffersAreRecycledWithoutZeroFill) {
+  constexpr size_t kSize = 1 << 20;
+  const char* storage = nullptr;
+  {
+    proto::DataResponse response;
+    std::string values = AcquireValuesBuffer(kSize);
+    ASSERT_EQ(values.size(), kSize);
+    values.assign(kSize, '\x5a');
+    storage = values.data();
+    response.mutable_values()->swap(values);
+    grpc::ByteBuffer sent = SerializeDataResponse(std::move(response));
+    EXPECT_EQ(sent.Length(), 1 + 3 + kSize);  // tag, 3-byte length, data
+  }  // the buffer released: pooled
+  std::string again = AcquireValuesBuffer(kSize);
+  ASSERT_EQ(again.size(), kSize);
+  EXPECT_EQ(again.data(), storage);
+  EXPECT_EQ(again[0], '\x5a');
+  EXPECT_EQ(again[kSize - 1], '\x5a');
+
+  // A smaller request takes a larger pooled buffer, shrunk without writing.
+  {
+    proto::DataResponse response;
+    response.mutable_values()->swap(again);
+    SerializeDataResponse(std::move(response));
+  }
+  std::string smaller = AcquireValuesBuffer(kSize / 2);
+  EXPECT_EQ(smaller.size(), kSize / 2);
+  EXPECT_EQ(smaller.data(), storage);
+
+  // Small buffers are not pooled: a fresh string of the asked size.
+  EXPECT_EQ(AcquireValuesBuffer(100).size(), 100u);
+}
+
+}  // namespace
+}  // namespace ps

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bytes.h"
 #include "common/status_macros.h"
+#include "proto/data_wire.h"
 #include "server/initializer.h"
 
 namespace ps {
@@ -33,9 +34,10 @@ absl::Span<const T> View(const PiecewiseBytes& bytes, std::vector<T>* scratch) {
   return absl::MakeConstSpan(*scratch);
 }
 
-// Resizes `out` to hold n floats and returns them as a span.
+// Makes `out` hold n floats of arbitrary value (a recycled response buffer:
+// not zero-filled first) and returns them for the caller to overwrite.
 absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
-  out->resize(n * sizeof(float));
+  *out = AcquireValuesBuffer(n * sizeof(float));
   return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
 }
 
