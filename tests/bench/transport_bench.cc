@@ -6,7 +6,7 @@
 //                   [--server_devices cpu,cuda]
 //                   [--sizes 4096,...] [--ops push,pull,push_pull,sparse]
 //                   [--reps_scale X] [--chunk_bytes N] [--server_threads N]
-//                   [--zero_copy=false]
+//                   [--zero_copy=false] [--runs N]
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
 //
 // Process layout: this binary is the coordinator. It never touches gRPC (gRPC
@@ -38,6 +38,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +73,9 @@ ABSL_FLAG(std::string, sizes, "4096,1048576,16777216,67108864",
 ABSL_FLAG(std::string, ops, "push,pull,push_pull,sparse",
           "which operations to measure (comma-separated subset)");
 ABSL_FLAG(double, reps_scale, 1.0, "multiplies every repetition count");
+ABSL_FLAG(int, runs, 1,
+          "repeat the whole measurement (ceiling included) this many times and report "
+          "the median of every figure");
 ABSL_FLAG(bool, zero_copy, true,
           "dense push / push_pull through the client's zero-copy calls "
           "(PushDenseZeroCopy); false: the copying PushDense / PushPullDense");
@@ -589,6 +593,9 @@ struct Row {
   double ceiling_gbps = 0, ceiling_p50_us = 0;
   // CPU microseconds per operation: all workers, all servers.
   double client_cpu_us = 0, server_cpu_us = 0;
+  // gbps / ceiling_gbps and ceiling_p50_us / p50_us of the same run (with
+  // --runs > 1: the median of the runs' ratios).
+  double ratio = 0, p50_ratio = 0;
 };
 
 // Runs one SxW configuration with server.device = `device`. Sets `skipped`
@@ -738,31 +745,15 @@ std::vector<Exchange> NeededExchanges() {
   return e;
 }
 
-int RunCoordinator() {
-  const bool quick = absl::GetFlag(FLAGS_quick);
-  std::string server_bin = absl::GetFlag(FLAGS_server_bin);
-  if (server_bin.empty()) {
-    // bazel-bin/tests/bench/transport_bench -> bazel-bin/server/ps_server,
-    // or the runfiles tree under `bazel run`.
-    const std::string self = SelfPath();
-    for (const std::string& candidate :
-         {Dirname(Dirname(Dirname(self))) + "/server/ps_server",
-          self + ".runfiles/__main__/server/ps_server"}) {
-      if (access(candidate.c_str(), X_OK) == 0) server_bin = candidate;
-    }
-  }
-  if (access(server_bin.c_str(), X_OK) != 0) {
-    fprintf(stderr, "ps_server not found (use --server_bin)\n");
-    return 2;
-  }
-  char tmpl[] = "/tmp/ps_transport_bench_XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::vector<Exchange> exchanges = NeededExchanges();
-
-  // The ceiling is measured before and after the configurations; the faster
-  // median of the two is kept (the stricter reference on a shared machine).
-  std::map<Exchange, CeilingResult> ceiling = MeasureTcpCeiling(dir, exchanges, quick);
-  std::vector<Row> rows;
+// One measurement: the TCP ceiling before and after the configurations (the
+// faster median of the two is kept: the stricter reference on a shared
+// machine), then every configuration; rows get their ceiling and ratios.
+int MeasureOnce(const std::string& dir, const std::vector<Exchange>& exchanges,
+                const std::string& server_bin, bool quick,
+                std::map<Exchange, CeilingResult>* ceiling_out, std::vector<Row>* rows_out) {
+  std::map<Exchange, CeilingResult>& ceiling = *ceiling_out;
+  std::vector<Row>& rows = *rows_out;
+  ceiling = MeasureTcpCeiling(dir, exchanges, quick);
   const std::vector<std::string> configs =
       absl::StrSplit(absl::GetFlag(FLAGS_configs), ',', absl::SkipEmpty());
   for (const std::string& cfg : configs) {
@@ -798,9 +789,48 @@ int RunCoordinator() {
     if (it == ceiling.end() || it->second.p50_s <= 0) continue;
     row.ceiling_gbps = row.bytes_per_op / it->second.p50_s / 1e9;
     row.ceiling_p50_us = it->second.p50_s * 1e6;
+    row.ratio = row.ceiling_gbps > 0 ? row.gbps / row.ceiling_gbps : 0.0;
+    row.p50_ratio = row.p50_us > 0 ? row.ceiling_p50_us / row.p50_us : 0.0;
   }
+  return 0;
+}
 
-  printf("\nRaw loopback TCP ceiling (one connection, ping-pong, better of two runs):\n");
+std::map<Exchange, CeilingResult> MedianCeiling(
+    const std::vector<std::map<Exchange, CeilingResult>>& runs) {
+  std::map<Exchange, CeilingResult> out;
+  for (const auto& [e, unused] : runs.front()) {
+    std::vector<double> p50, p99;
+    for (const auto& run : runs) {
+      p50.push_back(run.at(e).p50_s);
+      p99.push_back(run.at(e).p99_s);
+    }
+    out[e].p50_s = Median(p50);
+    out[e].p99_s = Median(p99);
+  }
+  return out;
+}
+
+// Every run has the same rows in the same order (same flags).
+std::vector<Row> MedianRows(const std::vector<std::vector<Row>>& runs) {
+  std::vector<Row> out = runs.front();
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (double Row::*field :
+         {&Row::gbps, &Row::keys_per_s, &Row::p50_us, &Row::p99_us, &Row::ceiling_gbps,
+          &Row::ceiling_p50_us, &Row::client_cpu_us, &Row::server_cpu_us, &Row::ratio,
+          &Row::p50_ratio}) {
+      std::vector<double> values;
+      for (const auto& run : runs) values.push_back(run[i].*field);
+      out[i].*field = Median(values);
+    }
+  }
+  return out;
+}
+
+void PrintAndWrite(const std::map<Exchange, CeilingResult>& ceiling, const std::vector<Row>& rows,
+                   int runs) {
+  if (runs > 1) printf("\nEvery figure below: the median of %d runs.\n", runs);
+  printf("\nRaw loopback TCP ceiling (one connection, ping-pong, better of two runs%s):\n",
+         runs > 1 ? "; median over the runs" : "");
   printf("%12s %12s %12s %12s %12s\n", "up bytes", "down bytes", "GB/s", "p50 us", "p99 us");
   for (const auto& [e, c] : ceiling) {
     printf("%12llu %12llu %12.3f %12.1f %12.1f\n", static_cast<unsigned long long>(e.first),
@@ -818,10 +848,11 @@ int RunCoordinator() {
   for (const Row& r : rows) {
     printf("%-10s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f\n",
            r.config.c_str(), r.op.c_str(), r.detail.c_str(), r.gbps, r.keys_per_s, r.p50_us,
-           r.p99_us, r.ceiling_gbps, r.ceiling_gbps > 0 ? r.gbps / r.ceiling_gbps : 0.0,
-           r.p50_us > 0 ? r.ceiling_p50_us / r.p50_us : 0.0, r.client_cpu_us, r.server_cpu_us);
+           r.p99_us, r.ceiling_gbps, r.ratio, r.p50_ratio, r.client_cpu_us, r.server_cpu_us);
   }
-  std::string json = absl::StrCat("{\"zero_copy\":", absl::GetFlag(FLAGS_zero_copy) ? "true" : "false", ",\"ceiling\":[");
+  std::string json = absl::StrCat("{\"runs\":", runs, ",\"zero_copy\":",
+                                  absl::GetFlag(FLAGS_zero_copy) ? "true" : "false",
+                                  ",\"ceiling\":[");
   bool first = true;
   for (const auto& [e, c] : ceiling) {
     absl::StrAppend(&json, first ? "" : ",",
@@ -841,15 +872,57 @@ int RunCoordinator() {
                         "\"p50_ratio\":%.3f,\"client_cpu_us_per_op\":%.1f,"
                         "\"server_cpu_us_per_op\":%.1f}",
                         r.config, r.op, r.detail, r.gbps, r.keys_per_s, r.p50_us, r.p99_us,
-                        r.ceiling_gbps, r.ceiling_p50_us,
-                        r.ceiling_gbps > 0 ? r.gbps / r.ceiling_gbps : 0.0,
-                        r.p50_us > 0 ? r.ceiling_p50_us / r.p50_us : 0.0, r.client_cpu_us,
-                        r.server_cpu_us));
+                        r.ceiling_gbps, r.ceiling_p50_us, r.ratio, r.p50_ratio,
+                        r.client_cpu_us, r.server_cpu_us));
     first = false;
   }
   json += "]}";
   printf("\nJSON %s\n", json.c_str());
   if (!absl::GetFlag(FLAGS_json_out).empty()) std::ofstream(absl::GetFlag(FLAGS_json_out)) << json;
+}
+
+int RunCoordinator() {
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  std::string server_bin = absl::GetFlag(FLAGS_server_bin);
+  if (server_bin.empty()) {
+    // bazel-bin/tests/bench/transport_bench -> bazel-bin/server/ps_server,
+    // or the runfiles tree under `bazel run`.
+    const std::string self = SelfPath();
+    for (const std::string& candidate :
+         {Dirname(Dirname(Dirname(self))) + "/server/ps_server",
+          self + ".runfiles/__main__/server/ps_server"}) {
+      if (access(candidate.c_str(), X_OK) == 0) server_bin = candidate;
+    }
+  }
+  if (access(server_bin.c_str(), X_OK) != 0) {
+    fprintf(stderr, "ps_server not found (use --server_bin)\n");
+    return 2;
+  }
+  char tmpl[] = "/tmp/ps_transport_bench_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::vector<Exchange> exchanges = NeededExchanges();
+
+  // Each run measures everything; with several, every figure is the median
+  // of the runs' figures (ratios taken within each run, against that run's
+  // ceiling), which the noisy shared loopback needs.
+  const int runs = std::max(1, absl::GetFlag(FLAGS_runs));
+  std::vector<std::vector<Row>> all_rows;
+  std::vector<std::map<Exchange, CeilingResult>> all_ceilings;
+  for (int run = 0; run < runs; ++run) {
+    std::map<Exchange, CeilingResult> ceiling;
+    std::vector<Row> rows;
+    // A directory per run: port files and logs of one run never meet another's.
+    const std::string run_dir = absl::StrCat(dir, "/run", run);
+    mkdir(run_dir.c_str(), 0700);
+    const int rc = MeasureOnce(run_dir, exchanges, server_bin, quick, &ceiling, &rows);
+    if (rc != 0) return rc;
+    if (runs > 1) fprintf(stderr, "run %d of %d done\n", run + 1, runs);
+    all_rows.push_back(std::move(rows));
+    all_ceilings.push_back(std::move(ceiling));
+  }
+  const std::map<Exchange, CeilingResult> ceiling = MedianCeiling(all_ceilings);
+  const std::vector<Row> rows = MedianRows(all_rows);
+  PrintAndWrite(ceiling, rows, runs);
   return 0;
 }
 
