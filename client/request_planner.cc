@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <string>
 
 #include "common/partition.h"
@@ -46,23 +45,30 @@ SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
                                 int64_t chunk_bytes) {
   SparsePlan plan;
   const uint64_t n = keys.size();
+  // Order by (shard, key, position): equal keys become adjacent runs with
+  // their positions increasing, and each shard's keys are sorted. The sort
+  // moves the three values together (no lookups through positions: an
+  // indirect sort was a quarter of a client's CPU for 10,000-key batches).
+  struct Entry {
+    uint64_t key;
+    uint64_t position;
+    uint32_t shard;
+  };
+  std::vector<Entry> order(n);
+  for (uint64_t i = 0; i < n; ++i) order[i] = Entry{keys[i], i, shards[i]};
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    if (a.shard != b.shard) return a.shard < b.shard;
+    if (a.key != b.key) return a.key < b.key;
+    return a.position < b.position;
+  });
   plan.positions.resize(n);
-  std::iota(plan.positions.begin(), plan.positions.end(), uint64_t{0});
-  // Order positions by (shard, key, position): equal keys become adjacent
-  // runs with their positions increasing, and each shard's keys are sorted.
-  std::sort(plan.positions.begin(), plan.positions.end(),
-            [&](uint64_t a, uint64_t b) {
-              if (shards[a] != shards[b]) return shards[a] < shards[b];
-              if (keys[a] != keys[b]) return keys[a] < keys[b];
-              return a < b;
-            });
   std::vector<uint32_t> unique_shard;
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t p = plan.positions[i];
-    if (i == 0 || keys[p] != keys[plan.positions[i - 1]]) {
-      plan.unique_keys.push_back(keys[p]);
+    plan.positions[i] = order[i].position;
+    if (i == 0 || order[i].key != order[i - 1].key) {
+      plan.unique_keys.push_back(order[i].key);
       plan.position_begin.push_back(i);
-      unique_shard.push_back(shards[p]);
+      unique_shard.push_back(order[i].shard);
     }
   }
   plan.position_begin.push_back(n);
