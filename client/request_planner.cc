@@ -46,21 +46,36 @@ SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
   SparsePlan plan;
   const uint64_t n = keys.size();
   // Order by (shard, key, position): equal keys become adjacent runs with
-  // their positions increasing, and each shard's keys are sorted. The sort
-  // moves the three values together (no lookups through positions: an
-  // indirect sort was a quarter of a client's CPU for 10,000-key batches).
+  // their positions increasing, and each shard's keys are sorted. An LSD
+  // radix sort of (key, position, shard) records, which starts in position
+  // order and is stable: one counting pass per key byte that any key uses,
+  // then one by shard. (A comparison sort of positions through lookups was a
+  // quarter of a client's CPU for 10,000-key batches.)
   struct Entry {
     uint64_t key;
     uint64_t position;
     uint32_t shard;
   };
-  std::vector<Entry> order(n);
-  for (uint64_t i = 0; i < n; ++i) order[i] = Entry{keys[i], i, shards[i]};
-  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
-    if (a.shard != b.shard) return a.shard < b.shard;
-    if (a.key != b.key) return a.key < b.key;
-    return a.position < b.position;
-  });
+  std::vector<Entry> order(n), scratch(n);
+  uint64_t key_bits = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    order[i] = Entry{keys[i], i, shards[i]};
+    key_bits |= keys[i];
+  }
+  std::vector<uint64_t> starts;
+  auto stable_pass = [&](size_t buckets, auto bucket_of) {
+    starts.assign(buckets + 1, 0);
+    for (const Entry& e : order) ++starts[bucket_of(e) + 1];
+    for (size_t b = 0; b < buckets; ++b) starts[b + 1] += starts[b];
+    for (const Entry& e : order) scratch[starts[bucket_of(e)]++] = e;
+    order.swap(scratch);
+  };
+  for (int shift = 0; shift < 64 && (key_bits >> shift) != 0; shift += 8) {
+    stable_pass(256, [shift](const Entry& e) { return (e.key >> shift) & 0xff; });
+  }
+  if (num_shards > 1) {
+    stable_pass(num_shards, [](const Entry& e) { return e.shard; });
+  }
   plan.positions.resize(n);
   std::vector<uint32_t> unique_shard;
   for (uint64_t i = 0; i < n; ++i) {
@@ -88,7 +103,6 @@ SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
     }
     u = end;
   }
-  (void)num_shards;  // shards[] already lies in [0, num_shards)
   return plan;
 }
 

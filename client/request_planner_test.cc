@@ -1,7 +1,11 @@
 #include "client/request_planner.h"
 
+#include <algorithm>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/bytes.h"
@@ -138,6 +142,37 @@ TEST(PlanSparseTest, RealHashRoutingKeepsEveryKeyOnItsShard) {
          ++i) {
       EXPECT_EQ(keys[plan.positions[i]], plan.unique_keys[u]);
     }
+  }
+}
+
+// The radix-sorted plan equals one built from a comparison sort of
+// (shard, key, position), for 64-bit keys with duplicates and any shard count.
+TEST(PlanSparseTest, MatchesAComparisonSortOnRandomKeys) {
+  std::mt19937_64 rng(5);
+  for (int iter = 0; iter < 60; ++iter) {
+    const uint32_t num_shards = 1 + iter % 5;
+    const size_t n = rng() % 3000;
+    const int key_bits = 1 + static_cast<int>(rng() % 64);
+    std::vector<uint64_t> keys(n);
+    for (uint64_t& k : keys) {
+      k = key_bits == 64 ? rng() : rng() % (uint64_t{1} << key_bits);
+      if (n > 0 && rng() % 4 == 0) k = keys[rng() % n];  // duplicates
+    }
+    auto shard_of = [num_shards](uint64_t k) { return SparseShardOf(k, num_shards); };
+    const SparsePlan plan = PlanSparse(keys, 4, num_shards, 1 << 20, shard_of);
+
+    std::vector<uint64_t> order(n);
+    std::iota(order.begin(), order.end(), uint64_t{0});
+    std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+      return std::make_tuple(shard_of(keys[a]), keys[a], a) <
+             std::make_tuple(shard_of(keys[b]), keys[b], b);
+    });
+    ASSERT_EQ(plan.positions, order) << "iter " << iter;
+    std::vector<uint64_t> unique;
+    for (uint64_t p : order) {
+      if (unique.empty() || unique.back() != keys[p]) unique.push_back(keys[p]);
+    }
+    ASSERT_EQ(plan.unique_keys, unique) << "iter " << iter;
   }
 }
 
