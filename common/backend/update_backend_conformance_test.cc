@@ -259,6 +259,17 @@ class UpdateBackendConformanceTest
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
+  // A store of ref->w.size() random parameters, also written to `ref`.
+  std::unique_ptr<ParamStore> NewRandomStore(const OptimizerConfig& config,
+                                             std::mt19937* rng, RefStore* ref) {
+    std::unique_ptr<ParamStore> store = NewStore(config, ref->w.size());
+    if (store == nullptr) return nullptr;
+    const std::vector<float> init = Uniform(rng, ref->w.size());
+    EXPECT_TRUE(store->Write(0, init).ok());
+    ref->w.assign(init.begin(), init.end());
+    return store;
+  }
+
   std::unique_ptr<UpdateBackend> backend_;
 };
 
@@ -287,12 +298,9 @@ TEST_P(UpdateBackendConformanceTest, DenseUpdatesMatchReference) {
   std::mt19937 rng(1234);
   for (const OptimizerCase& oc : AllOptimizerCases()) {
     SCOPED_TRACE(oc.name);
-    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
-    ASSERT_NE(store, nullptr);
     RefStore ref(oc.config, kDenseSize);
-    const std::vector<float> init = Uniform(&rng, kDenseSize);
-    ASSERT_TRUE(store->Write(0, init).ok());
-    ref.w.assign(init.begin(), init.end());
+    std::unique_ptr<ParamStore> store = NewRandomStore(oc.config, &rng, &ref);
+    ASSERT_NE(store, nullptr);
     for (int64_t t = 1; t <= 5; ++t) {
       // Whole store, then a sub-range at an odd offset.
       const std::vector<float> g = Uniform(&rng, kDenseSize);
@@ -348,12 +356,9 @@ TEST_P(UpdateBackendConformanceTest, SyncAggregationMatchesMeanGradient) {
   constexpr int kWorkers = 3;
   for (const OptimizerCase& oc : AllOptimizerCases()) {
     SCOPED_TRACE(oc.name);
-    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
-    ASSERT_NE(store, nullptr);
     RefStore ref(oc.config, kDenseSize);
-    const std::vector<float> init = Uniform(&rng, kDenseSize);
-    ASSERT_TRUE(store->Write(0, init).ok());
-    ref.w.assign(init.begin(), init.end());
+    std::unique_ptr<ParamStore> store = NewRandomStore(oc.config, &rng, &ref);
+    ASSERT_NE(store, nullptr);
     for (int64_t t = 1; t <= 3; ++t) {
       for (int k = 0; k < kWorkers; ++k) {
         // Each worker pushes the whole range in two chunks, the split at an
@@ -402,12 +407,9 @@ TEST_P(UpdateBackendConformanceTest, PiecewiseGradientsMatchReference) {
   std::mt19937 rng(4321);
   for (const OptimizerCase& oc : AllOptimizerCases()) {
     SCOPED_TRACE(oc.name);
-    std::unique_ptr<ParamStore> store = NewStore(oc.config, kDenseSize);
-    ASSERT_NE(store, nullptr);
     RefStore ref(oc.config, kDenseSize);
-    const std::vector<float> init = Uniform(&rng, kDenseSize);
-    ASSERT_TRUE(store->Write(0, init).ok());
-    ref.w.assign(init.begin(), init.end());
+    std::unique_ptr<ParamStore> store = NewRandomStore(oc.config, &rng, &ref);
+    ASSERT_NE(store, nullptr);
     for (int64_t t = 1; t <= 3; ++t) {
       const std::vector<float> g = Uniform(&rng, kDenseSize - 13);
       const ScatteredFloats scattered(g, &rng);
