@@ -43,6 +43,12 @@ struct DataRequestView {
   bool first_chunk = false;
   absl::string_view keys;
   PiecewiseBytes values;
+  // Set by a producer that already scanned `values` as float32 (the decoder
+  // of received requests, on the gRPC thread while the slices are still
+  // warm): values_all_finite then says whether every float is finite, and
+  // consumers need not scan again.
+  bool values_finite_known = false;
+  bool values_all_finite = false;
 };
 
 // A view of `request`'s fields; valid while `request` lives unchanged.

@@ -93,6 +93,12 @@ TEST(DataRequestViewTest, MatchesProtobufOnRandomRequests) {
       // Values are never copied: they stay in the message's slices.
       EXPECT_LE((*received)->bytes_copied(), r.keys().size());
       EXPECT_EQ(AllFiniteFloats(rv.values), AllFiniteFloats(r.values()));
+      // The decoder scans whole-float values itself (on the gRPC thread).
+      const bool scanned = !r.values().empty() && r.values().size() % 4 == 0;
+      EXPECT_EQ(rv.values_finite_known, scanned);
+      if (scanned) {
+        EXPECT_EQ(rv.values_all_finite, AllFiniteFloats(r.values()));
+      }
     }
   }
 }

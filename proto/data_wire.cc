@@ -213,10 +213,16 @@ absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
     view.keys = absl::string_view(dst, keys.size);
     received->bytes_copied_ += keys.size;
   }
-  // Values: never copied; the consumer reads them from the slices.
+  // Values: never copied; the consumer reads them from the slices. They
+  // are scanned for inf / nan here, right after they arrived (mostly still
+  // in cache), and off the executor that applies them.
   if (values.present && values.size > 0 && view.values.empty()) {
     WireRangePieces(pieces, values, &received->value_pieces_);
     view.values = PiecewiseBytes(received->value_pieces_);
+  }
+  if (values.present && values.size > 0 && values.size % sizeof(float) == 0) {
+    view.values_all_finite = AllFiniteFloats(view.values);
+    view.values_finite_known = true;
   }
   g_decoded.fetch_add(1, std::memory_order_relaxed);
   if (pieces.size() > 1) g_multi_slice.fetch_add(1, std::memory_order_relaxed);

@@ -166,7 +166,7 @@ int Main() {
   std::printf("%-44s %8.3f\n", "protobuf parse from slices (round 2)", parse_ms);
   std::printf("%-44s %8.3f\n", "finite check, isfinite branch (round 2)", scalar_check_ms);
   std::printf("%-44s %8.3f\n", "finite check, exponent mask (round 3)", vector_check_ms);
-  std::printf("%-44s %8.3f\n", "DecodeDataRequest (values left in slices)", decode_ms);
+  std::printf("%-44s %8.3f\n", "DecodeDataRequest (values scanned in slices)", decode_ms);
   std::printf("%-44s %8.3f\n", "SGD apply (Execute)", apply_ms);
   std::printf("%-44s %8.3f\n", "round 2 path: parse+check+validate+apply", round2_ms);
   std::printf("%-44s %8.3f\n", "copy-out path: decode+copy+check+apply", round3_ms);

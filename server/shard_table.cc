@@ -132,9 +132,12 @@ absl::Status CheckValues(const DataRequestView& request, bool push,
         "values: expected ", expected_floats * sizeof(float), " bytes (",
         expected_floats, " float32), got ", values.size(), " bytes"));
   }
-  // One branch-free pass over the received slices; the slow search (over a
-  // joined copy) only runs for a request that fails.
-  if (reject_non_finite && !AllFiniteFloats(values)) {
+  // One branch-free pass over the received slices (or none: the decoder
+  // scanned them); the slow search (over a joined copy) only runs for a
+  // request that fails.
+  if (reject_non_finite &&
+      !(request.values_finite_known ? request.values_all_finite
+                                    : AllFiniteFloats(values))) {
     const std::string joined = values.ToString();
     const int64_t i = FirstNonFiniteFloat(joined);
     float bad;
