@@ -103,7 +103,11 @@ client:
       for (int r = 0; r < kMinRounds ||
                       (cut_events() < kCutEvents && absl::Now() < deadline);
            ++r) {
-        in_flight.push_back((*client)->PushDense(0, 0, dense_grad));
+        // Every other dense push is zero-copy: its resends after a cut
+        // read dense_grad again (alive until the WaitAll below).
+        in_flight.push_back(r % 2 == 0
+                                ? (*client)->PushDense(0, 0, dense_grad)
+                                : (*client)->PushDenseZeroCopy(0, 0, dense_grad));
         in_flight.push_back((*client)->PushSparse(1, keys, sparse_grad));
         rounds[c] = r + 1;
         if (r % 10 == 0) {
