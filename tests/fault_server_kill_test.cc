@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -85,32 +87,75 @@ absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
   return response;
 }
 
-TEST(FaultServerKillTest, KilledServerRestoresCheckpointAndJobConverges) {
+// Two servers and `workers` workers training the 48-element table `w` with
+// `consistency` and SGD at `learning_rate`; checkpoints under
+// $TEST_TMPDIR/`dir_name` (also every second when `periodic`); clients that
+// keep reconnecting while a server is down.
+ClusterSpec KillTestSpec(int workers, const std::string& consistency,
+                         double learning_rate, const std::string& dir_name,
+                         bool periodic) {
   const char* tmp = getenv("TEST_TMPDIR");
-  const std::string checkpoint_dir =
-      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/server_kill_ckpt");
   ClusterSpec spec;
   spec.num_servers = 2;
-  spec.num_workers = kWorkers;
+  spec.num_workers = workers;
   spec.body_yaml = absl::StrCat(R"(
 tables:
   - name: w
     kind: dense
     size: 48
-    consistency: async
-    optimizer: {type: sgd, learning_rate: 0.05}
+    consistency: )", consistency, R"(
+    optimizer: {type: sgd, learning_rate: )", learning_rate, R"(}
 server:
-  checkpoint_dir: ")", checkpoint_dir, R"("
-  checkpoint_interval_s: 1
-client:
+  checkpoint_dir: ")", tmp != nullptr ? tmp : "/tmp", "/", dir_name, R"("
+)", periodic ? "  checkpoint_interval_s: 1\n" : "", R"(client:
   rpc_timeout_ms: 20000
   heartbeat_interval_ms: 200
   reconnect_initial_backoff_ms: 20
   reconnect_max_backoff_ms: 200
   max_reconnect_attempts: 1000
 )");
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start(spec);
+  return spec;
+}
+
+// The least-squares gradient at `params` of kBatch samples drawn by `pick`.
+void MinibatchGradient(const Problem& problem, absl::Span<const float> params,
+                       std::mt19937& rng,
+                       std::uniform_int_distribution<int>& pick,
+                       std::vector<float>* grad) {
+  std::vector<double> g(kFeatures, 0.0);
+  for (int b = 0; b < kBatch; ++b) {
+    const int i = pick(rng);
+    const double* row = &problem.x[i * kFeatures];
+    double residual = -problem.y[i];
+    for (int j = 0; j < kFeatures; ++j) residual += row[j] * params[j];
+    for (int j = 0; j < kFeatures; ++j) g[j] += residual * row[j];
+  }
+  for (int j = 0; j < kFeatures; ++j) {
+    (*grad)[j] = static_cast<float>(g[j] / kBatch);
+  }
+}
+
+// Waits up to 30 s until `progress` reaches `target`.
+bool WaitForProgress(const std::atomic<int>& progress, int target) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (progress.load() < target && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return progress.load() >= target;
+}
+
+double RelativeError(const std::vector<float>& w, const Problem& problem) {
+  double err = 0, norm = 0;
+  for (int j = 0; j < kFeatures; ++j) {
+    err += (w[j] - problem.w_star[j]) * (w[j] - problem.w_star[j]);
+    norm += problem.w_star[j] * problem.w_star[j];
+  }
+  return std::sqrt(err / norm);
+}
+
+TEST(FaultServerKillTest, KilledServerRestoresCheckpointAndJobConverges) {
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(
+      KillTestSpec(kWorkers, "async", 0.05, "server_kill_ckpt", /*periodic=*/true));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const Problem problem = MakeProblem();
 
@@ -143,15 +188,7 @@ client:
           results[w] = s;
           return;
         }
-        std::vector<double> g(kFeatures, 0.0);
-        for (int b = 0; b < kBatch; ++b) {
-          const int i = pick(rng);
-          const double* row = &problem.x[i * kFeatures];
-          double residual = -problem.y[i];
-          for (int j = 0; j < kFeatures; ++j) residual += row[j] * params[j];
-          for (int j = 0; j < kFeatures; ++j) g[j] += residual * row[j];
-        }
-        for (int j = 0; j < kFeatures; ++j) grad[j] = static_cast<float>(g[j] / kBatch);
+        MinibatchGradient(problem, params, rng, pick, &grad);
         s = (*client)->PushDense(0, 0, grad).Wait();
         if (!s.ok()) {
           results[w] = s;
@@ -162,21 +199,14 @@ client:
     });
   }
 
-  auto wait_progress = [&](int target) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (progress.load() < target && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(2));
-    }
-    return progress.load() >= target;
-  };
-  ASSERT_TRUE(wait_progress(kWorkers * kSteps / 3));
+  ASSERT_TRUE(WaitForProgress(progress, kWorkers * kSteps / 3));
   absl::StatusOr<proto::CheckpointResponse> checkpoint =
       RequestCheckpoint((*cluster)->addresses()[1]);
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
   EXPECT_THAT(checkpoint->path(), HasSubstr("/shard-1-of-2/ckpt-"));
   EXPECT_GT(checkpoint->bytes(), 48u * 4);
 
-  ASSERT_TRUE(wait_progress(kWorkers * (kSteps / 2)));
+  ASSERT_TRUE(WaitForProgress(progress, kWorkers * (kSteps / 2)));
   const int at_kill = progress.load();
   absl::StatusOr<int> killed = (*cluster)->KillServer(1, SIGKILL);
   killed_flag = true;
@@ -207,12 +237,7 @@ client:
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::vector<float> w(kFeatures);
   ASSERT_TRUE((*reader)->PullDense(0, 0, absl::MakeSpan(w)).Wait().ok());
-  double err = 0, norm = 0;
-  for (int j = 0; j < kFeatures; ++j) {
-    err += (w[j] - problem.w_star[j]) * (w[j] - problem.w_star[j]);
-    norm += problem.w_star[j] * problem.w_star[j];
-  }
-  const double relative = std::sqrt(err / norm);
+  const double relative = RelativeError(w, problem);
   std::printf("relative error %.3g after restart (%.0f ms after restart)\n",
               relative, absl::ToDoubleMilliseconds(absl::Now() - restarted));
   EXPECT_LT(relative, 1e-3);
@@ -225,42 +250,12 @@ client:
             static_cast<uint64_t>(kWorkers * kSteps - at_kill));
 }
 
-double RelativeError(const std::vector<float>& w, const Problem& problem) {
-  double err = 0, norm = 0;
-  for (int j = 0; j < kFeatures; ++j) {
-    err += (w[j] - problem.w_star[j]) * (w[j] - problem.w_star[j]);
-    norm += problem.w_star[j] * problem.w_star[j];
-  }
-  return std::sqrt(err / norm);
-}
-
 TEST(FaultServerKillTest, SyncJobResumesAfterRestoreAndConverges) {
   constexpr int kSyncWorkers = 2;
   constexpr int kSyncSteps = 120;
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string checkpoint_dir =
-      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/server_kill_sync_ckpt");
-  ClusterSpec spec;
-  spec.num_servers = 2;
-  spec.num_workers = kSyncWorkers;
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: 48
-    consistency: sync
-    optimizer: {type: sgd, learning_rate: 0.3}
-server:
-  checkpoint_dir: ")", checkpoint_dir, R"("
-client:
-  rpc_timeout_ms: 20000
-  heartbeat_interval_ms: 200
-  reconnect_initial_backoff_ms: 20
-  reconnect_max_backoff_ms: 200
-  max_reconnect_attempts: 1000
-)");
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start(spec);
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(
+      KillTestSpec(kSyncWorkers, "sync", 0.3, "server_kill_sync_ckpt",
+                   /*periodic=*/false));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const Problem problem = MakeProblem();
 
@@ -290,17 +285,7 @@ client:
           results[w] = s;
           return;
         }
-        std::vector<double> g(kFeatures, 0.0);
-        for (int b = 0; b < kBatch; ++b) {
-          const int i = pick(rng);
-          const double* row = &problem.x[i * kFeatures];
-          double residual = -problem.y[i];
-          for (int j = 0; j < kFeatures; ++j) residual += row[j] * params[j];
-          for (int j = 0; j < kFeatures; ++j) g[j] += residual * row[j];
-        }
-        for (int j = 0; j < kFeatures; ++j) {
-          grad[j] = static_cast<float>(g[j] / kBatch);
-        }
+        MinibatchGradient(problem, params, rng, pick, &grad);
         s = (*client)->PushDense(0, 0, grad).Wait();
         if (!s.ok()) {
           results[w] = s;
@@ -317,18 +302,11 @@ client:
       }
     });
   }
-  auto wait_progress = [&](int target) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (progress.load() < target && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(2));
-    }
-    return progress.load() >= target;
-  };
-  ASSERT_TRUE(wait_progress(kSyncWorkers * kSyncSteps / 4));
+  ASSERT_TRUE(WaitForProgress(progress, kSyncWorkers * kSyncSteps / 4));
   absl::StatusOr<proto::CheckpointResponse> checkpoint =
       RequestCheckpoint((*cluster)->addresses()[1]);
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  ASSERT_TRUE(wait_progress(kSyncWorkers * (kSyncSteps / 2)));
+  ASSERT_TRUE(WaitForProgress(progress, kSyncWorkers * (kSyncSteps / 2)));
   absl::StatusOr<int> killed = (*cluster)->KillServer(1, SIGKILL);
   killed_flag = true;
   ASSERT_TRUE(killed.ok());
