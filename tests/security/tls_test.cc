@@ -14,15 +14,14 @@
 
 #include <chrono>
 #include <iostream>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "common/bytes.h"
+#include "common/file_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
@@ -127,6 +126,29 @@ class TlsTest : public ::testing::Test {
     EXPECT_EQ(rows, std::vector<float>(8, -1.0f));
   }
 
+  // Connects with `options` and checks the data path end to end.
+  void ExpectConnectsAndWorks(const ClientOptions& options) {
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    ExpectPushPullWorks(client->get());
+  }
+
+  // Connect with `options` fails with `code`; the message is logged (the test
+  // log shows what a refused client is told).
+  void ExpectRefused(const ClientOptions& options,
+                     absl::StatusCode code = absl::StatusCode::kUnavailable) {
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    EXPECT_EQ(client.status().code(), code) << client.status();
+    std::cout << "refused: " << client.status() << std::endl;
+  }
+
+  // The content of the test certificate file `name` ("" after a failure).
+  std::string Pem(const std::string& name) {
+    absl::StatusOr<std::string> pem = ReadFileToString(Cert(name), name);
+    EXPECT_TRUE(pem.ok()) << pem.status();
+    return pem.ok() ? *pem : std::string();
+  }
+
   // Every table on every shard is as created: no push, no pull, version 0.
   void ExpectUntouched() {
     absl::StatusOr<std::unique_ptr<Client>> good =
@@ -150,17 +172,9 @@ class TlsTest : public ::testing::Test {
   std::string token_;
 };
 
-// Logs what a refused client is told (the test log shows the messages).
-void Log(const absl::Status& status) {
-  std::cout << "refused: " << status << std::endl;
-}
-
 TEST_F(TlsTest, ServerTlsPushPullEndToEnd) {
   StartCluster("server", /*require_client_cert=*/false);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(Options("ca", ""));
-  ASSERT_TRUE(client.ok()) << client.status();
-  ExpectPushPullWorks(client->get());
+  ExpectConnectsAndWorks(Options("ca", ""));
 }
 
 TEST_F(TlsTest, ClientWithConfigFileSettingsConnects) {
@@ -176,60 +190,37 @@ TEST_F(TlsTest, PlaintextClientIsRefusedByTlsServer) {
   StartCluster("server", /*require_client_cert=*/false);
   ClientOptions options = Options("", "");
   options.tls.enabled = false;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable)
-      << client.status();
-  Log(client.status());
+  ExpectRefused(options);
   ExpectUntouched();
 }
 
 TEST_F(TlsTest, ClientTrustingTheWrongCaIsRefused) {
   StartCluster("server", /*require_client_cert=*/false);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(Options("rogue_ca", ""));
-  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable)
-      << client.status();
-  Log(client.status());
+  ExpectRefused(Options("rogue_ca", ""));
   ExpectUntouched();
 }
 
 TEST_F(TlsTest, MutualTlsGoodClientWorks) {
   StartCluster("server", /*require_client_cert=*/true);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(Options("ca", "client"));
-  ASSERT_TRUE(client.ok()) << client.status();
-  ExpectPushPullWorks(client->get());
+  ExpectConnectsAndWorks(Options("ca", "client"));
 }
 
 TEST_F(TlsTest, MutualTlsClientWithoutCertificateIsRefused) {
   StartCluster("server", /*require_client_cert=*/true);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(Options("ca", ""));
-  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable)
-      << client.status();
-  Log(client.status());
+  ExpectRefused(Options("ca", ""));
   ExpectUntouched();
 }
 
 TEST_F(TlsTest, MutualTlsClientCertFromUntrustedCaIsRefused) {
   StartCluster("server", /*require_client_cert=*/true);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(Options("ca", "rogue_client"));
-  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable)
-      << client.status();
-  Log(client.status());
+  ExpectRefused(Options("ca", "rogue_client"));
   ExpectUntouched();
 }
 
 TEST_F(TlsTest, MutualTlsRawDataStreamWithoutCertificateNeverReachesServer) {
   StartCluster("server", /*require_client_cert=*/true);
   grpc::SslCredentialsOptions ssl;
-  {
-    std::ifstream in(Cert("ca.pem"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ssl.pem_root_certs = ss.str();
-  }
+  ssl.pem_root_certs = Pem("ca.pem");
   auto channel = grpc::CreateChannel(cluster_->addresses()[0],
                                      grpc::SslCredentials(ssl));
   auto stub = proto::ParameterServer::NewStub(channel);
@@ -258,55 +249,32 @@ TEST_F(TlsTest, ServerNameOverrideMatchesCertificateName) {
   // The server's certificate names only ps-shard.internal, not 127.0.0.1.
   StartCluster("named_server", /*require_client_cert=*/false);
   ClientOptions options = Options("ca", "");
-  absl::StatusOr<std::unique_ptr<Client>> refused = Client::Connect(options);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
-      << refused.status();
-  Log(refused.status());
+  ExpectRefused(options);
   options.tls.server_name_override = "ps-shard.internal";
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ExpectPushPullWorks(client->get());
+  ExpectConnectsAndWorks(options);
 }
 
 TEST_F(TlsTest, WrongOrMissingTokenIsUnauthenticated) {
   token_ = kToken;
   StartCluster("server", /*require_client_cert=*/true, kToken);
-  absl::StatusOr<std::unique_ptr<Client>> wrong =
-      Client::Connect(Options("ca", "client", "not-the-token"));
-  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kUnauthenticated)
-      << wrong.status();
-  Log(wrong.status());
-  absl::StatusOr<std::unique_ptr<Client>> missing =
-      Client::Connect(Options("ca", "client", ""));
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnauthenticated)
-      << missing.status();
-  Log(missing.status());
+  ExpectRefused(Options("ca", "client", "not-the-token"),
+                absl::StatusCode::kUnauthenticated);
+  ExpectRefused(Options("ca", "client", ""),
+                absl::StatusCode::kUnauthenticated);
   // The token's prefix is not enough either.
-  absl::StatusOr<std::unique_ptr<Client>> prefix =
-      Client::Connect(Options("ca", "client", "s3cret"));
-  EXPECT_EQ(prefix.status().code(), absl::StatusCode::kUnauthenticated)
-      << prefix.status();
-  Log(prefix.status());
+  ExpectRefused(Options("ca", "client", "s3cret"),
+                absl::StatusCode::kUnauthenticated);
   ExpectUntouched();
-  absl::StatusOr<std::unique_ptr<Client>> good =
-      Client::Connect(Options("ca", "client", kToken));
-  ASSERT_TRUE(good.ok()) << good.status();
-  ExpectPushPullWorks(good->get());
+  ExpectConnectsAndWorks(Options("ca", "client", kToken));
 }
 
 TEST_F(TlsTest, WrongTokenOnRawDataStreamIsUnauthenticatedAndAppliesNothing) {
   token_ = kToken;
   StartCluster("server", /*require_client_cert=*/true, kToken);
   grpc::SslCredentialsOptions ssl;
-  auto read = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  ssl.pem_root_certs = read(Cert("ca.pem"));
-  ssl.pem_cert_chain = read(Cert("client.pem"));
-  ssl.pem_private_key = read(Cert("client.key"));
+  ssl.pem_root_certs = Pem("ca.pem");
+  ssl.pem_cert_chain = Pem("client.pem");
+  ssl.pem_private_key = Pem("client.key");
   auto channel = grpc::CreateChannel(cluster_->addresses()[0],
                                      grpc::SslCredentials(ssl));
   auto stub = proto::ParameterServer::NewStub(channel);
