@@ -1,9 +1,5 @@
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 
@@ -12,40 +8,15 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/http_get.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// GET http://127.0.0.1:<port><path>; returns the whole response, or "" when
-// the connection fails.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request = absl::StrCat(
-      "GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  if (write(fd, request.data(), request.size()) !=
-      static_cast<ssize_t>(request.size())) {
-    close(fd);
-    return "";
-  }
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-  close(fd);
-  return response;
-}
+using ::ps::testing::HttpGet;
+using ::ps::testing::HttpRaw;
 
 MetricsSources FakeSources() {
   MetricsSources sources;
@@ -199,29 +170,6 @@ TEST(ServerMetricsTest, ExporterServesMetricsOnPickedPort) {
   EXPECT_EQ(metrics.exporter_port(), -1);
   EXPECT_EQ(HttpGet(*port, "/metrics"), "");
   metrics.StopExporter();  // idempotent
-}
-
-// Raw bytes to the exporter; returns the response.
-std::string HttpRaw(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  if (write(fd, request.data(), request.size()) < 0) {
-    close(fd);
-    return "";
-  }
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-  close(fd);
-  return response;
 }
 
 TEST(ServerMetricsTest, ExporterAnswersBadRequestsAndKeepsServing) {

@@ -2,9 +2,6 @@
 // public client SDK, then a plain-socket HTTP scrape of /metrics. The counters
 // must equal the traffic exactly, and `promtool check metrics` must accept the
 // exposition.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "tests/cluster_harness.h"
+#include "tests/http_get.h"
 
 namespace ps::testing {
 namespace {
@@ -30,34 +28,6 @@ namespace {
 std::string TempDir() {
   const char* dir = getenv("TEST_TMPDIR");
   return dir != nullptr ? dir : "/tmp";
-}
-
-// GET http://127.0.0.1:<port><path> over a plain socket (HTTP/1.0, so the
-// server closes the connection after the body). "" if it cannot connect.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request = absl::StrCat(
-      "GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-  if (write(fd, request.data(), request.size()) !=
-      static_cast<ssize_t>(request.size())) {
-    close(fd);
-    return "";
-  }
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-  close(fd);
-  return response;
 }
 
 // "name{labels} value" lines of a text exposition -> value by series.
