@@ -78,17 +78,11 @@ class ParamStore {
   virtual absl::Status ApplyDensePieces(uint64_t offset,
                                         const PiecewiseBytes& grad,
                                         float grad_scale, int64_t step) {
-    std::vector<float> joined(grad.size() / sizeof(float));
-    grad.CopyTo(0, joined.size() * sizeof(float),
-                reinterpret_cast<char*>(joined.data()));
-    return ApplyDense(offset, joined, grad_scale, step);
+    return ApplyDense(offset, JoinFloats(grad), grad_scale, step);
   }
   virtual absl::Status AccumulateDensePieces(uint64_t offset,
                                              const PiecewiseBytes& grad) {
-    std::vector<float> joined(grad.size() / sizeof(float));
-    grad.CopyTo(0, joined.size() * sizeof(float),
-                reinterpret_cast<char*>(joined.data()));
-    return AccumulateDense(offset, joined);
+    return AccumulateDense(offset, JoinFloats(grad));
   }
 
   // Applies the optimizer to the listed rows. REQUIRES: rows are distinct.
@@ -118,6 +112,15 @@ class ParamStore {
                                 absl::Span<float> out) = 0;
   virtual absl::Status WriteSlot(int slot, uint64_t offset,
                                  absl::Span<const float> values) = 0;
+
+ private:
+  // The whole floats of `bytes` in one aligned buffer.
+  static std::vector<float> JoinFloats(const PiecewiseBytes& bytes) {
+    std::vector<float> joined(bytes.size() / sizeof(float));
+    bytes.CopyTo(0, joined.size() * sizeof(float),
+                 reinterpret_cast<char*>(joined.data()));
+    return joined;
+  }
 };
 
 class UpdateBackend {
