@@ -8,7 +8,6 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "client/future.h"
 #include "client/request_planner.h"
 #include "client/table_spec.h"
@@ -71,6 +70,9 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
         options.client.chunk_bytes));
   }
   auto request_ids = std::make_shared<std::atomic<uint64_t>>(1);
+  // One thread handles every data stream of this client: see
+  // common/completion_queue_thread.h for why one.
+  auto completion_thread = std::make_shared<CompletionQueueThread>();
   std::vector<std::unique_ptr<ServerConnection>> connections;
   for (const std::string& address : options.servers) {
     ServerConnection::Options conn;
@@ -79,6 +81,7 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
     conn.tls = options.tls;
     conn.auth_token = options.auth_token;
     conn.request_ids = request_ids;
+    conn.completion_thread = completion_thread;
     ASSIGN_OR_RETURN(std::unique_ptr<ServerConnection> connection,
                      ServerConnection::Create(std::move(conn)));
     connections.push_back(std::move(connection));
@@ -138,18 +141,26 @@ std::vector<absl::Status> ClientImpl::CallAll(
     Start start) {
   const size_t n = connections_.size();
   responses->assign(n, Response());
+  // A queue of this call's own, polled here only while the calls run (no
+  // callback-API thread: see common/completion_queue_thread.h).
+  grpc::CompletionQueue cq;
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
+  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<Response>>>
+      calls(n);
   std::vector<grpc::Status> results(n);
-  absl::BlockingCounter remaining(static_cast<int>(n));
   for (size_t i = 0; i < n; ++i) {
     contexts[i] = connections_[i]->NewContext(timeout, wait_for_ready);
-    start(connections_[i]->stub()->async(), contexts[i].get(), &requests[i],
-          &(*responses)[i], [&results, &remaining, i](grpc::Status status) {
-            results[i] = std::move(status);
-            remaining.DecrementCount();
-          });
+    calls[i] = start(connections_[i]->stub(), contexts[i].get(), requests[i],
+                     &cq);
+    calls[i]->StartCall();
+    calls[i]->Finish(&(*responses)[i], &results[i], &results[i]);
   }
-  remaining.Wait();
+  void* tag;
+  bool ok;
+  for (size_t i = 0; i < n; ++i) cq.Next(&tag, &ok);  // every Finish
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
   std::vector<absl::Status> statuses(n);
   for (size_t i = 0; i < n; ++i) {
     statuses[i] = Annotate(method, static_cast<int>(i), results[i]);
@@ -313,10 +324,9 @@ absl::Status ClientImpl::RegisterEverywhere() {
   std::vector<absl::Status> statuses = CallAll(
       "RegisterWorker", RpcTimeout(options_), /*wait_for_ready=*/true,
       requests, &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::RegisterWorkerRequest* request,
-         proto::RegisterWorkerResponse* response, auto done) {
-        async->RegisterWorker(context, request, response, std::move(done));
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::RegisterWorkerRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncRegisterWorker(context, request, cq);
       });
   RETURN_IF_ERROR(FirstError(statuses));
   for (const auto& r : responses) AdvanceClockTo(r.clock());
@@ -359,11 +369,10 @@ void ClientImpl::HeartbeatLoop() {
     std::vector<proto::HeartbeatResponse> responses;
     std::vector<absl::Status> statuses = CallAll(
         "Heartbeat", timeout, /*wait_for_ready=*/false, requests, &responses,
-        [](auto* async, grpc::ClientContext* context,
-           const proto::HeartbeatRequest* request,
-           proto::HeartbeatResponse* response, auto done) {
-          async->Heartbeat(context, request, response, std::move(done));
-        });
+        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::HeartbeatRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncHeartbeat(context, request, cq);
+      });
     for (size_t i = 0; i < connections_.size(); ++i) {
       absl::Status status = statuses[i];
       if (status.ok() && !responses[i].registered()) {
@@ -461,10 +470,9 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
   std::vector<absl::Status> statuses = CallAll(
       "CreateTable", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
       &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::CreateTableRequest* request,
-         proto::CreateTableResponse* response, auto done) {
-        async->CreateTable(context, request, response, std::move(done));
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::CreateTableRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncCreateTable(context, request, cq);
       });
   RETURN_IF_ERROR(FirstError(statuses));
   TableInfo info = ToTableInfo(
@@ -737,11 +745,10 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
     statuses = CallAll(
         "Clock", std::max(deadline - absl::Now(), absl::Milliseconds(1)),
         /*wait_for_ready=*/true, requests, &responses,
-        [](auto* async, grpc::ClientContext* context,
-           const proto::ClockRequest* request, proto::ClockResponse* response,
-           auto done) {
-          async->Clock(context, request, response, std::move(done));
-        });
+        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::ClockRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncClock(context, request, cq);
+      });
     const bool transient = std::any_of(
         statuses.begin(), statuses.end(),
         [](const absl::Status& s) { return absl::IsUnavailable(s); });
@@ -773,10 +780,9 @@ absl::Status ClientImpl::Barrier() {
   return FirstError(CallAll(
       "Barrier", absl::InfiniteDuration(), /*wait_for_ready=*/false, requests,
       &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::BarrierRequest* request, proto::BarrierResponse* response,
-         auto done) {
-        async->Barrier(context, request, response, std::move(done));
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::BarrierRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncBarrier(context, request, cq);
       }));
 }
 
@@ -786,10 +792,9 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
   RETURN_IF_ERROR(FirstError(CallAll(
       "GetStats", RpcTimeout(options_), /*wait_for_ready=*/true, requests,
       &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::StatsRequest* request, proto::StatsResponse* response,
-         auto done) {
-        async->GetStats(context, request, response, std::move(done));
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::StatsRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncGetStats(context, request, cq);
       })));
   std::vector<ShardStats> stats;
   for (size_t i = 0; i < responses.size(); ++i) {
@@ -830,10 +835,9 @@ absl::StatusOr<std::vector<std::string>> ClientImpl::Checkpoint() {
   RETURN_IF_ERROR(FirstError(CallAll(
       "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false, requests,
       &responses,
-      [](auto* async, grpc::ClientContext* context,
-         const proto::CheckpointRequest* request,
-         proto::CheckpointResponse* response, auto done) {
-        async->Checkpoint(context, request, response, std::move(done));
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::CheckpointRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncCheckpoint(context, request, cq);
       })));
   std::vector<std::string> paths;
   paths.reserve(responses.size());

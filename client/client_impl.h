@@ -115,7 +115,8 @@ class ClientImpl final : public Client {
   absl::Status RequireWorker(const char* call) const;
 
   // Runs one unary RPC per shard in parallel and waits for all. `start`
-  // issues the call: start(stub->async(), context, &request, &response, cb).
+  // prepares the call: start(stub, context, request, cq) returns
+  // stub->PrepareAsync<Method>(context, request, cq).
   // Returns each shard's status, annotated with method and server.
   template <typename Request, typename Response, typename Start>
   std::vector<absl::Status> CallAll(const char* method, absl::Duration timeout,

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/completion_queue_thread.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"
@@ -72,40 +73,45 @@ absl::Status FromResponseStatus(int32_t code, const std::string& message) {
   return absl::Status(static_cast<absl::StatusCode>(code), message);
 }
 
-// The reactor of one DataStream call. Its queue/writing/closing/done fields
+// One DataStream call on the async API. Its queue/writing/closing/... fields
 // are guarded by the owning connection's mu_ (not annotated: the analysis
-// cannot name another object's mutex here). The connection owns it and
-// deletes it only after OnDone.
-class ServerConnection::Stream final
-    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+// cannot name another object's mutex here). Operations: one read always
+// pending until one fails, at most one write, and Finish once the read
+// failed and neither a write nor the start is in flight, so the finish tag
+// is the call's last event. The connection owns the stream and deletes it
+// only after that event was handled (done).
+class ServerConnection::Stream {
  public:
-  explicit Stream(ServerConnection* connection) : connection_(connection) {}
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      connection_->OnReadFailed(this);
-      return;
+  // A tag on the connection's completion queue.
+  struct Tag final : CompletionTag {
+    Tag(Stream* stream, StreamEvent event) : stream(stream), event(event) {}
+    void OnComplete(bool ok) override {
+      stream->connection->OnStreamEvent(stream, event, ok);
     }
-    connection_->OnResponse(this, response);
-    StartRead(&response);  // one read always pending
-  }
-  void OnWriteDone(bool ok) override { connection_->OnWriteDone(this, ok); }
-  void OnDone(const grpc::Status& status) override {
-    connection_->OnStreamDone(this, status);
-  }
+    Stream* const stream;
+    const StreamEvent event;
+  };
 
+  explicit Stream(ServerConnection* connection) : connection(connection) {}
+
+  ServerConnection* const connection;
   grpc::ClientContext context;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
   grpc::ByteBuffer response;  // the read in flight
   proto::DataResponse decoded;  // used by OnResponse only (reads are serial)
+  grpc::Status status;        // set by Finish
+  Tag start_tag{this, StreamEvent::kStart};
+  Tag read_tag{this, StreamEvent::kRead};
+  Tag write_tag{this, StreamEvent::kWrite};
+  Tag finish_tag{this, StreamEvent::kFinish};
 
   std::deque<std::shared_ptr<Pending>> queue;  // not yet written
   std::shared_ptr<Pending> writing;            // the write in flight
+  bool starting = true;        // the start's tag has not come back
   bool closing = false;        // read or write failed: no new writes
-  bool hold_released = false;  // the hold that keeps OnDone away is gone
-  bool done = false;           // OnDone ran
-
- private:
-  ServerConnection* const connection_;
+  bool read_failed = false;    // no read in flight any more
+  bool finishing = false;      // Finish was called
+  bool done = false;           // Finish completed and was handled
 };
 
 absl::StatusOr<std::unique_ptr<ServerConnection>> ServerConnection::Create(
@@ -169,7 +175,10 @@ ServerConnection::ServerConnection(Options options,
       data_stub_(std::make_unique<grpc::GenericStub>(channel_)),
       request_ids_(options_.request_ids != nullptr
                        ? options_.request_ids
-                       : std::make_shared<std::atomic<uint64_t>>(1)) {
+                       : std::make_shared<std::atomic<uint64_t>>(1)),
+      completion_thread_(options_.completion_thread != nullptr
+                             ? options_.completion_thread
+                             : std::make_shared<CompletionQueueThread>()) {
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
 
@@ -185,7 +194,7 @@ ServerConnection::~ServerConnection() {
     absl::MutexLock lock(&mu_);
     if (stream_ != nullptr && !stream_->done) active = stream_.get();
   }
-  if (active != nullptr) active->context.TryCancel();
+  if (active != nullptr) active->context.TryCancel();  // fails its operations
   std::map<uint64_t, std::shared_ptr<Pending>> to_fail;
   {
     absl::MutexLock lock(&mu_);
@@ -301,17 +310,19 @@ void ServerConnection::OpenStream() {
     stream->context.AddMetadata("authorization",
                                 "Bearer " + options_.auth_token);
   }
-  data_stub_->PrepareBidiStreamingCall(
+  stream->call = data_stub_->PrepareCall(
       &stream->context, "/ps.proto.ParameterServer/DataStream",
-      grpc::StubOptions(), stream.get());
-  stream->AddHold();  // released once the stream failed and no write is left
-  stream->StartRead(&stream->response);
+      completion_thread_->queue());
   Stream* raw = stream.get();
   std::unique_ptr<Stream> finished;
   std::shared_ptr<Pending> first;
   {
     absl::MutexLock lock(&mu_);
-    finished = std::move(stream_);  // its OnDone already ran
+    // Started before it is published, so no Send() writes to it earlier.
+    // (Their completions only arrive on the queue: nothing runs inline.)
+    raw->call->StartCall(&raw->start_tag);
+    raw->call->Read(&raw->response, &raw->read_tag);
+    finished = std::move(stream_);  // its last event was handled
     stream_ = std::move(stream);
     state_ = State::kOpen;
     ++streams_opened_;
@@ -320,12 +331,14 @@ void ServerConnection::OpenStream() {
   }
   finished.reset();
   if (first != nullptr) StartWrite(raw, std::move(first));
-  raw->StartCall();
 }
 
 std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(
     Stream* stream) {
-  if (stream->writing != nullptr || stream->closing || stream->queue.empty()) {
+  // gRPC sends the start (initial metadata) with the writes' operation set:
+  // the first write waits for the start to complete.
+  if (stream->writing != nullptr || stream->starting || stream->closing ||
+      stream->queue.empty()) {
     return nullptr;
   }
   stream->writing = std::move(stream->queue.front());
@@ -336,7 +349,7 @@ std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(
 void ServerConnection::StartWrite(Stream* stream,
                                   std::shared_ptr<Pending> entry) {
   // `entry` is also held by stream->writing until OnWriteDone.
-  stream->StartWrite(&entry->wire);
+  stream->call->Write(entry->wire, &stream->write_tag);
 }
 
 void ServerConnection::OnResponse(Stream* stream,
@@ -381,33 +394,51 @@ void ServerConnection::OnResponse(Stream* stream,
   entry->done(status, response);
 }
 
-void ServerConnection::OnWriteDone(Stream* stream, bool ok) {
+void ServerConnection::OnStreamEvent(Stream* stream, StreamEvent event,
+                                     bool ok) {
   std::shared_ptr<Pending> next;
-  bool release_hold = false;
+  bool finish = false;
+  switch (event) {
+    case StreamEvent::kRead:
+      if (ok) {
+        OnResponse(stream, stream->response);
+        stream->call->Read(&stream->response, &stream->read_tag);
+        return;
+      }
+      break;
+    case StreamEvent::kFinish:
+      OnStreamDone(stream, stream->status);
+      return;
+    case StreamEvent::kStart:
+    case StreamEvent::kWrite:
+      break;
+  }
   {
     absl::MutexLock lock(&mu_);
-    stream->writing = nullptr;
-    if (!ok) stream->closing = true;  // the entry stays pending: resent later
+    switch (event) {
+      case StreamEvent::kStart:
+        stream->starting = false;  // a failed start fails the read too
+        break;
+      case StreamEvent::kRead:
+        stream->read_failed = stream->closing = true;
+        break;
+      case StreamEvent::kWrite:
+        stream->writing = nullptr;
+        // The entry stays pending: resent on the next stream. A failed
+        // write means the call is over, so the read fails as well.
+        if (!ok) stream->closing = true;
+        break;
+      case StreamEvent::kFinish:
+        break;
+    }
     next = NextWriteLocked(stream);
-    if (stream->closing && stream->writing == nullptr &&
-        !stream->hold_released) {
-      stream->hold_released = release_hold = true;
+    if (stream->read_failed && stream->writing == nullptr &&
+        !stream->starting && !stream->finishing) {
+      stream->finishing = finish = true;
     }
   }
   if (next != nullptr) StartWrite(stream, std::move(next));
-  if (release_hold) stream->RemoveHold();
-}
-
-void ServerConnection::OnReadFailed(Stream* stream) {
-  bool release_hold = false;
-  {
-    absl::MutexLock lock(&mu_);
-    stream->closing = true;
-    if (stream->writing == nullptr && !stream->hold_released) {
-      stream->hold_released = release_hold = true;
-    }
-  }
-  if (release_hold) stream->RemoveHold();
+  if (finish) stream->call->Finish(&stream->status, &stream->finish_tag);
 }
 
 void ServerConnection::OnStreamDone(Stream* stream,

@@ -13,9 +13,13 @@
 // non-transient status (e.g. UNAUTHENTICATED, INVALID_ARGUMENT) fails the
 // pending requests with that status instead.
 //
-// Thread safety: thread-safe. Response callbacks run on gRPC threads (or the
+// The stream runs on gRPC's async API: its events are handled on the thread
+// of a CompletionQueueThread (common/completion_queue_thread.h), shared by
+// the connections of one client.
+//
+// Thread safety: thread-safe. Response callbacks run on that thread (or the
 // reconnect thread / destructor for failures), never under an internal lock;
-// they must not block.
+// they must not block, and must not destroy the connection.
 #ifndef PS_CLIENT_SERVER_CONNECTION_H_
 #define PS_CLIENT_SERVER_CONNECTION_H_
 
@@ -32,8 +36,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/config.h"
 #include "absl/types/span.h"
+#include "common/completion_queue_thread.h"
+#include "common/config.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
@@ -56,6 +61,9 @@ class ServerConnection {
     // Source of request ids, shared by every connection of one client so ids
     // are unique per client. Null: the connection uses its own counter.
     std::shared_ptr<std::atomic<uint64_t>> request_ids;
+    // The thread that handles the stream's events, shared by every
+    // connection of one client. Null: the connection starts its own.
+    std::shared_ptr<CompletionQueueThread> completion_thread;
   };
 
   // `status` is OK when `response` carries status_code 0; otherwise it is the
@@ -126,6 +134,8 @@ class ServerConnection {
     ResponseCallback done;
   };
   enum class State { kIdle, kConnecting, kOpen };
+  // The operation of a stream whose completion is being handled.
+  enum class StreamEvent { kStart, kRead, kWrite, kFinish };
 
   ServerConnection(Options options, std::shared_ptr<grpc::Channel> channel);
 
@@ -138,10 +148,9 @@ class ServerConnection {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartWrite(Stream* stream, std::shared_ptr<Pending> entry);
 
-  // Stream events (called by Stream, never under mu_).
+  // Stream events (on the completion thread, never under mu_).
+  void OnStreamEvent(Stream* stream, StreamEvent event, bool ok);
   void OnResponse(Stream* stream, const grpc::ByteBuffer& wire);
-  void OnWriteDone(Stream* stream, bool ok);
-  void OnReadFailed(Stream* stream);
   void OnStreamDone(Stream* stream, const grpc::Status& status);
 
   // Fails `entries` with `status` (outside the lock).
@@ -155,6 +164,7 @@ class ServerConnection {
   // DataStream with raw byte buffers (proto/data_wire.h).
   const std::unique_ptr<grpc::GenericStub> data_stub_;
   const std::shared_ptr<std::atomic<uint64_t>> request_ids_;
+  const std::shared_ptr<CompletionQueueThread> completion_thread_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled on state_, shutting_down_, stream done

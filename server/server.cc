@@ -14,7 +14,6 @@
 #include "common/partition.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -95,6 +94,10 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   shard->set_metrics(process->metrics_.get());
   process->service_ = std::make_unique<ParameterServerService>(
       process->shard_.get(), config.auth_token);
+  process->health_ = std::make_unique<HealthService>();
+  process->queue_ = std::make_unique<ServerQueue>();
+  process->data_streams_ = std::make_unique<DataStreamServer>(
+      process->service_.get(), process->shard_.get(), process->queue_.get());
   if (!config.server.checkpoint_dir.empty()) {
     // Restored before the port is bound, so nothing is served (and health
     // never says SERVING) from the initial values of a shard that has a
@@ -148,7 +151,6 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
     spdlog::info("shard {}: Prometheus metrics on http://{}:{}/metrics",
                  shard_index_, host, bound);
   }
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -158,21 +160,25 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
   builder.RegisterService(service_.get());
+  builder.RegisterService(health_.get());
+  queue_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     if (server_ != nullptr) server_->Shutdown();
     server_.reset();
+    queue_->Stop();
     metrics_->StopExporter();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen_address_));
   }
+  service_->ServeUnaryMethods(queue_.get());
+  health_->Serve(queue_.get());
+  data_streams_->Start();
+  queue_->Start();
   shard_->Start();
   if (checkpointer_ != nullptr) checkpointer_->Start();
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) {
-    health->SetServingStatus("", true);
-    health->SetServingStatus(kServiceName, true);
-  }
+  health_->SetServingStatus("", true);
+  health_->SetServingStatus(kServiceName, true);
   {
     absl::MutexLock lock(&mu_);
     port_ = port;
@@ -198,20 +204,18 @@ void ParameterServerProcess::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopped_) return;
   }
-  if (server_ != nullptr) {
-    grpc::HealthCheckServiceInterface* health =
-        server_->GetHealthCheckService();
-    if (health != nullptr) health->SetServingStatus(false);
-  }
+  if (health_ != nullptr) health_->Shutdown();
   // Parked waits (sync pulls, barriers) fail now, so in-flight calls can end.
   if (shard_ != nullptr) shard_->Stop();
   // Idle streams end now instead of at the shutdown deadline.
-  if (service_ != nullptr) service_->BeginShutdown();
+  if (data_streams_ != nullptr) data_streams_->BeginShutdown();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       absl::ToChronoMilliseconds(options_.shutdown_grace));
     server_->Wait();
   }
+  // Every call has ended on gRPC's side once the queue stops.
+  if (queue_ != nullptr) queue_->Stop();
   // Tasks still queued complete (their streams are gone: replies are dropped).
   if (executor_ != nullptr) executor_->Stop();
   if (checkpointer_ != nullptr) {

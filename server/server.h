@@ -26,8 +26,11 @@
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
 #include "server/checkpoint.h"
+#include "server/data_stream.h"
 #include "server/executor.h"
+#include "server/health_service.h"
 #include "server/metrics.h"
+#include "server/server_queue.h"
 #include "server/service.h"
 #include "server/shard.h"
 
@@ -92,7 +95,11 @@ class ParameterServerProcess {
   std::unique_ptr<Shard> shard_;
   // Null without server.checkpoint_dir. Before service_, which uses it.
   std::unique_ptr<Checkpointer> checkpointer_;
+  // The services and the queue they run on outlive the grpc::Server.
   std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<HealthService> health_;
+  std::unique_ptr<ServerQueue> queue_;
+  std::unique_ptr<DataStreamServer> data_streams_;
   std::unique_ptr<grpc::Server> server_;
 
   mutable absl::Mutex mu_;

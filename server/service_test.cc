@@ -2,6 +2,8 @@
 // with the raw generated stub.
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -438,6 +440,40 @@ TEST_F(ServiceTest, StopFailsParkedPullsAndReturns) {
   }
   stopper.join();
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
+// The names of this process's threads.
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Every RPC runs on the server's one completion-queue thread: no callback-API
+// threads ("nexting_thread" in gRPC 1.51), whose hand-offs cost wake-ups on
+// every message (server/server_queue.h).
+TEST_F(ServiceTest, ServesEveryRpcWithoutCallbackApiThreads) {
+  {
+    grpc::ClientContext context;
+    proto::ShardInfo info;
+    ASSERT_TRUE(stub_->GetShardInfo(&context, {}, &info).ok());
+  }
+  {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = stub_->DataStream(&context);
+    EXPECT_EQ(Call(stream.get(), Dense(1, proto::PULL, kDense, 0, 8))
+                  .status_code(),
+              0);
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  EXPECT_THAT(ThreadNames(), Each(::testing::Ne("nexting_thread")));
 }
 
 TEST(ServiceAuthTest, BearerTokenIsRequiredWhenConfigured) {

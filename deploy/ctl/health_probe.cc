@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
-#include "deploy/ctl/health.grpc.pb.h"
+#include "proto/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 namespace ps::ctl {
