@@ -1,6 +1,6 @@
 // Transport benchmark: dense push / pull / push-pull and sparse pull / push
-// through real ps_server processes, next to the raw loopback TCP ceiling
-// measured in the same run.
+// through real ps_server processes, next to the raw loopback TCP ceiling and
+// the bare-gRPC floor measured in the same run.
 //
 //   transport_bench [--server_bin PATH] [--configs 1x1,2x2] [--quick]
 //                   [--server_devices cpu,cuda]
@@ -11,8 +11,8 @@
 //
 // Process layout: this binary is the coordinator. It never touches gRPC (gRPC
 // and fork() do not mix); it starts ps_server processes and re-executes
-// itself as `--role=worker` (one process per worker) and `--role=tcp_echo`
-// (the ceiling's peer). Workers report their latencies in a file; the
+// itself as `--role=worker` (one process per worker), `--role=tcp_echo`
+// (the ceiling's peer) and `--role=grpc_echo` (the gRPC floor's peer). Workers report their latencies in a file; the
 // coordinator merges them and prints a table and one JSON document.
 //
 // Before timing, worker 0 verifies the data path once (dense push-pull /
@@ -30,6 +30,8 @@
 // ping-pong of the same exchange (push: N bytes up, 1 byte back; pull: a
 // header up, N bytes back; push-pull: N up, N back; sparse: ids and rows),
 // measured before and after the configurations, the faster median kept.
+// The gRPC floor (tests/bench/grpc_floor.h) is the same exchange over one
+// bare gRPC stream, measured the same way: what gRPC itself costs.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -62,8 +64,10 @@
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "common/process_tuning.h"
+#include "tests/bench/grpc_floor.h"
 
-ABSL_FLAG(std::string, role, "coordinator", "coordinator | worker | tcp_echo");
+ABSL_FLAG(std::string, role, "coordinator",
+          "coordinator | worker | tcp_echo | grpc_echo");
 ABSL_FLAG(std::string, server_bin, "", "ps_server binary (default: next to this one)");
 ABSL_FLAG(std::string, configs, "1x1,2x2", "servers x workers configurations");
 ABSL_FLAG(bool, quick, false, "fewer repetitions (smoke run)");
@@ -256,8 +260,11 @@ int RunTcpEcho() {
 // One request/response shape: `up` bytes to the peer, `down` bytes back.
 using Exchange = std::pair<uint64_t, uint64_t>;
 
+// Per exchange: the raw TCP ceiling and the bare-gRPC floor
+// (tests/bench/grpc_floor.h) of the same run.
 struct CeilingResult {
   double p50_s = 0, p99_s = 0;
+  double floor_p50_s = 0, floor_p99_s = 0;
 };
 
 int CeilingReps(const Exchange& e, bool quick) {
@@ -303,11 +310,40 @@ std::map<Exchange, CeilingResult> MeasureTcpCeiling(
       const auto t1 = Clock::now();
       if (r >= 2) times.push_back(std::chrono::duration<double>(t1 - t0).count());
     }
-    results[e] = CeilingResult{Median(times), Percentile(times, 0.99)};
+    results[e].p50_s = Median(times);
+    results[e].p99_s = Percentile(times, 0.99);
   }
   close(fd);
   waitpid(pid, nullptr, 0);
   return results;
+}
+
+// Adds the bare-gRPC floor of every exchange to `ceiling`, keeping the
+// faster of this and an earlier measurement. The peer is this binary as
+// --role=grpc_echo.
+void MeasureGrpcFloorInto(const std::string& dir, const std::vector<Exchange>& exchanges,
+                          bool quick, std::map<Exchange, CeilingResult>* ceiling) {
+  static int run = 0;
+  const std::string port_file = absl::StrCat(dir, "/grpc_port_", run++);
+  const pid_t pid = Spawn({SelfPath(), "--role=grpc_echo", "--port_file=" + port_file}, "");
+  const std::string port = WaitForPortFile(port_file, pid);
+  if (port.empty()) {
+    fprintf(stderr, "grpc floor: the echo did not start\n");
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+    return;
+  }
+  const std::vector<ps::bench::FloorResult> floors = ps::bench::MeasureGrpcFloor(
+      "127.0.0.1:" + port, exchanges,
+      [quick](const Exchange& e) { return CeilingReps(e, quick); });
+  waitpid(pid, nullptr, 0);
+  for (size_t i = 0; i < exchanges.size(); ++i) {
+    CeilingResult& c = (*ceiling)[exchanges[i]];
+    if (floors[i].p50_s > 0 && (c.floor_p50_s <= 0 || floors[i].p50_s < c.floor_p50_s)) {
+      c.floor_p50_s = floors[i].p50_s;
+      c.floor_p99_s = floors[i].p99_s;
+    }
+  }
 }
 
 // ------------------------------------------------------------ worker role
@@ -596,6 +632,8 @@ struct Row {
   // gbps / ceiling_gbps and ceiling_p50_us / p50_us of the same run (with
   // --runs > 1: the median of the runs' ratios).
   double ratio = 0, p50_ratio = 0;
+  // The bare-gRPC floor's throughput for the same exchange, and gbps over it.
+  double floor_gbps = 0, floor_ratio = 0;
 };
 
 // Runs one SxW configuration with server.device = `device`. Sets `skipped`
@@ -745,15 +783,17 @@ std::vector<Exchange> NeededExchanges() {
   return e;
 }
 
-// One measurement: the TCP ceiling before and after the configurations (the
-// faster median of the two is kept: the stricter reference on a shared
-// machine), then every configuration; rows get their ceiling and ratios.
+// One measurement: the TCP ceiling and the gRPC floor before and after the
+// configurations (the faster median of the two is kept: the stricter
+// reference on a shared machine), then every configuration; rows get their
+// ceiling, floor and ratios.
 int MeasureOnce(const std::string& dir, const std::vector<Exchange>& exchanges,
                 const std::string& server_bin, bool quick,
                 std::map<Exchange, CeilingResult>* ceiling_out, std::vector<Row>* rows_out) {
   std::map<Exchange, CeilingResult>& ceiling = *ceiling_out;
   std::vector<Row>& rows = *rows_out;
   ceiling = MeasureTcpCeiling(dir, exchanges, quick);
+  MeasureGrpcFloorInto(dir, exchanges, quick, &ceiling);
   const std::vector<std::string> configs =
       absl::StrSplit(absl::GetFlag(FLAGS_configs), ',', absl::SkipEmpty());
   for (const std::string& cfg : configs) {
@@ -781,9 +821,13 @@ int MeasureOnce(const std::string& dir, const std::vector<Exchange>& exchanges,
     }
   }
   for (const auto& [e, c] : MeasureTcpCeiling(dir, exchanges, quick)) {
-    auto it = ceiling.find(e);
-    if (it == ceiling.end() || c.p50_s < it->second.p50_s) ceiling[e] = c;
+    CeilingResult& kept = ceiling[e];
+    if (kept.p50_s <= 0 || c.p50_s < kept.p50_s) {
+      kept.p50_s = c.p50_s;
+      kept.p99_s = c.p99_s;
+    }
   }
+  MeasureGrpcFloorInto(dir, exchanges, quick, &ceiling);
   for (Row& row : rows) {
     auto it = ceiling.find(ExchangeOf(row.op, row.bytes_per_op, row.keys_per_op));
     if (it == ceiling.end() || it->second.p50_s <= 0) continue;
@@ -791,6 +835,10 @@ int MeasureOnce(const std::string& dir, const std::vector<Exchange>& exchanges,
     row.ceiling_p50_us = it->second.p50_s * 1e6;
     row.ratio = row.ceiling_gbps > 0 ? row.gbps / row.ceiling_gbps : 0.0;
     row.p50_ratio = row.p50_us > 0 ? row.ceiling_p50_us / row.p50_us : 0.0;
+    if (it->second.floor_p50_s > 0) {
+      row.floor_gbps = row.bytes_per_op / it->second.floor_p50_s / 1e9;
+      row.floor_ratio = row.gbps / row.floor_gbps;
+    }
   }
   return 0;
 }
@@ -799,13 +847,17 @@ std::map<Exchange, CeilingResult> MedianCeiling(
     const std::vector<std::map<Exchange, CeilingResult>>& runs) {
   std::map<Exchange, CeilingResult> out;
   for (const auto& [e, unused] : runs.front()) {
-    std::vector<double> p50, p99;
+    std::vector<double> p50, p99, floor_p50, floor_p99;
     for (const auto& run : runs) {
       p50.push_back(run.at(e).p50_s);
       p99.push_back(run.at(e).p99_s);
+      floor_p50.push_back(run.at(e).floor_p50_s);
+      floor_p99.push_back(run.at(e).floor_p99_s);
     }
     out[e].p50_s = Median(p50);
     out[e].p99_s = Median(p99);
+    out[e].floor_p50_s = Median(floor_p50);
+    out[e].floor_p99_s = Median(floor_p99);
   }
   return out;
 }
@@ -817,7 +869,7 @@ std::vector<Row> MedianRows(const std::vector<std::vector<Row>>& runs) {
     for (double Row::*field :
          {&Row::gbps, &Row::keys_per_s, &Row::p50_us, &Row::p99_us, &Row::ceiling_gbps,
           &Row::ceiling_p50_us, &Row::client_cpu_us, &Row::server_cpu_us, &Row::ratio,
-          &Row::p50_ratio}) {
+          &Row::p50_ratio, &Row::floor_gbps, &Row::floor_ratio}) {
       std::vector<double> values;
       for (const auto& run : runs) values.push_back(run[i].*field);
       out[i].*field = Median(values);
@@ -829,26 +881,35 @@ std::vector<Row> MedianRows(const std::vector<std::vector<Row>>& runs) {
 void PrintAndWrite(const std::map<Exchange, CeilingResult>& ceiling, const std::vector<Row>& rows,
                    int runs) {
   if (runs > 1) printf("\nEvery figure below: the median of %d runs.\n", runs);
-  printf("\nRaw loopback TCP ceiling (one connection, ping-pong, better of two runs%s):\n",
+  printf("\nRaw loopback TCP ceiling (one connection, ping-pong, better of two runs%s),\n"
+         "and the bare-gRPC floor of the same exchange (one generic bidi stream, a peer\n"
+         "that only answers, the client thread polling its completion queue):\n",
          runs > 1 ? "; median over the runs" : "");
-  printf("%12s %12s %12s %12s %12s\n", "up bytes", "down bytes", "GB/s", "p50 us", "p99 us");
+  printf("%12s %12s %12s %12s %12s %12s %12s %12s\n", "up bytes", "down bytes", "TCP GB/s",
+         "TCP p50 us", "TCP p99 us", "gRPC GB/s", "gRPC p50 us", "gRPC p99 us");
   for (const auto& [e, c] : ceiling) {
-    printf("%12llu %12llu %12.3f %12.1f %12.1f\n", static_cast<unsigned long long>(e.first),
-           static_cast<unsigned long long>(e.second),
-           std::max(e.first, e.second) / c.p50_s / 1e9, c.p50_s * 1e6, c.p99_s * 1e6);
+    const double bytes = std::max(e.first, e.second);
+    printf("%12llu %12llu %12.3f %12.1f %12.1f %12.3f %12.1f %12.1f\n",
+           static_cast<unsigned long long>(e.first), static_cast<unsigned long long>(e.second),
+           bytes / c.p50_s / 1e9, c.p50_s * 1e6, c.p99_s * 1e6,
+           c.floor_p50_s > 0 ? bytes / c.floor_p50_s / 1e9 : 0.0, c.floor_p50_s * 1e6,
+           c.floor_p99_s * 1e6);
   }
   printf("\nThroughput: payload of all workers / wall time; ratio = GB/s over the TCP\n"
-         "ceiling's GB/s for the same exchange (p50 ratio: TCP p50 / our p50).\n"
+         "ceiling's GB/s for the same exchange (p50 ratio: TCP p50 / our p50); vs gRPC =\n"
+         "GB/s over the bare-gRPC floor's GB/s.\n"
          "Dense push / push_pull through the client's %s calls.\n",
          absl::GetFlag(FLAGS_zero_copy) ? "zero-copy (PushDenseZeroCopy)"
                                         : "copying (PushDense)");
-  printf("%-10s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s\n", "config", "op", "size",
-         "GB/s", "keys/s", "p50 us", "p99 us", "TCP GB/s", "ratio", "p50 ratio", "cli cpu/op",
-         "srv cpu/op");
+  printf("%-10s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s %10s %7s\n", "config", "op",
+         "size", "GB/s", "keys/s", "p50 us", "p99 us", "TCP GB/s", "ratio", "p50 ratio",
+         "cli cpu/op", "srv cpu/op", "gRPC GB/s", "vs gRPC");
   for (const Row& r : rows) {
-    printf("%-10s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f\n",
+    printf("%-10s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f %10.3f "
+           "%7.2f\n",
            r.config.c_str(), r.op.c_str(), r.detail.c_str(), r.gbps, r.keys_per_s, r.p50_us,
-           r.p99_us, r.ceiling_gbps, r.ratio, r.p50_ratio, r.client_cpu_us, r.server_cpu_us);
+           r.p99_us, r.ceiling_gbps, r.ratio, r.p50_ratio, r.client_cpu_us, r.server_cpu_us,
+           r.floor_gbps, r.floor_ratio);
   }
   std::string json = absl::StrCat("{\"runs\":", runs, ",\"zero_copy\":",
                                   absl::GetFlag(FLAGS_zero_copy) ? "true" : "false",
@@ -857,8 +918,10 @@ void PrintAndWrite(const std::map<Exchange, CeilingResult>& ceiling, const std::
   for (const auto& [e, c] : ceiling) {
     absl::StrAppend(&json, first ? "" : ",",
                     absl::StrFormat("{\"up_bytes\":%d,\"down_bytes\":%d,\"p50_us\":%.1f,"
-                                    "\"p99_us\":%.1f}",
-                                    e.first, e.second, c.p50_s * 1e6, c.p99_s * 1e6));
+                                    "\"p99_us\":%.1f,\"grpc_floor_p50_us\":%.1f,"
+                                    "\"grpc_floor_p99_us\":%.1f}",
+                                    e.first, e.second, c.p50_s * 1e6, c.p99_s * 1e6,
+                                    c.floor_p50_s * 1e6, c.floor_p99_s * 1e6));
     first = false;
   }
   json += "],\"results\":[";
@@ -870,10 +933,11 @@ void PrintAndWrite(const std::map<Exchange, CeilingResult>& ceiling, const std::
                         "\"keys_per_s\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                         "\"ceiling_gbps\":%.4f,\"ceiling_p50_us\":%.1f,\"ratio\":%.3f,"
                         "\"p50_ratio\":%.3f,\"client_cpu_us_per_op\":%.1f,"
-                        "\"server_cpu_us_per_op\":%.1f}",
+                        "\"server_cpu_us_per_op\":%.1f,\"grpc_floor_gbps\":%.4f,"
+                        "\"ratio_to_grpc_floor\":%.3f}",
                         r.config, r.op, r.detail, r.gbps, r.keys_per_s, r.p50_us, r.p99_us,
                         r.ceiling_gbps, r.ceiling_p50_us, r.ratio, r.p50_ratio,
-                        r.client_cpu_us, r.server_cpu_us));
+                        r.client_cpu_us, r.server_cpu_us, r.floor_gbps, r.floor_ratio));
     first = false;
   }
   json += "]}";
@@ -934,5 +998,6 @@ int main(int argc, char** argv) {
   const std::string role = absl::GetFlag(FLAGS_role);
   if (role == "worker") return RunWorker();
   if (role == "tcp_echo") return RunTcpEcho();
+  if (role == "grpc_echo") return ps::bench::RunGrpcEcho(absl::GetFlag(FLAGS_port_file));
   return RunCoordinator();
 }
