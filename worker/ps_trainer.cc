@@ -103,6 +103,17 @@ absl::StatusOr<TrainResult> RunPsWorker(Client* client, const TableInfo& table,
   double eval_s = 0.0;
   int cur = 0;
   Future pull = client->PullDense(id, 0, absl::MakeSpan(params[cur]));
+  Future push;  // complete until the first push
+  // A pull writes into `params` and a zero-copy push reads `grads` until its
+  // future completes: an early return waits for both first.
+  struct WaitInFlight {
+    ~WaitInFlight() {
+      pull->Wait().IgnoreError();
+      push->Wait().IgnoreError();
+    }
+    Future* pull;
+    Future* push;
+  } wait_in_flight{&pull, &push};
   for (int64_t step = 0; step < total; ++step) {
     RETURN_IF_ERROR(AtStep(pull.Wait(), "pull", step));
     if (step == 0 && chief && !options.dump_params_prefix.empty()) {
@@ -120,7 +131,8 @@ absl::StatusOr<TrainResult> RunPsWorker(Client* client, const TableInfo& table,
     if (scale != 1.0f) {
       for (float& g : grads) g *= scale;
     }
-    Future push = client->PushDense(id, 0, grads);
+    // No copy of the gradients: `grads` is not touched until push.Wait().
+    push = client->PushDenseZeroCopy(id, 0, grads);
     meter.AddStep(*loss, schedule.batch_size());
     result.samples += schedule.batch_size();
     const int64_t done = step + 1;
