@@ -76,12 +76,17 @@ class Future {
   Future();  // an already-completed OK future
   explicit Future(absl::Status done);  // an already-completed future
 
-  // Blocks until the request completes; returns its status.
+  // Blocks until the request completes; returns its status. The waiting
+  // thread reads the client's responses itself meanwhile (one wake-up per
+  // answer instead of a hand-off from another thread), so it may also run
+  // other requests' callbacks.
   absl::Status Wait() const;
   // True once completed.
   bool Ready() const;
   // Runs `callback(status)` once on completion: immediately in this thread if
-  // already complete, otherwise on a client thread (it must not block).
+  // already complete, otherwise on the thread that reads the answer: one
+  // waiting on a future of the same client, or the client's background
+  // thread. It must not block (nor Wait()).
   void Then(std::function<void(const absl::Status&)> callback) const;
 
   struct State;  // implementation detail

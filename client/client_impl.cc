@@ -70,9 +70,9 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
         options.client.chunk_bytes));
   }
   auto request_ids = std::make_shared<std::atomic<uint64_t>>(1);
-  // One thread handles every data stream of this client: see
-  // common/completion_queue_thread.h for why one.
-  auto completion_thread = std::make_shared<CompletionQueueThread>();
+  // One queue for every data stream of this client, polled by the caller
+  // that waits (client/completion_poller.h).
+  auto poller = std::make_shared<CompletionPoller>();
   std::vector<std::unique_ptr<ServerConnection>> connections;
   for (const std::string& address : options.servers) {
     ServerConnection::Options conn;
@@ -81,13 +81,13 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
     conn.tls = options.tls;
     conn.auth_token = options.auth_token;
     conn.request_ids = request_ids;
-    conn.completion_thread = completion_thread;
+    conn.poller = poller;
     ASSIGN_OR_RETURN(std::unique_ptr<ServerConnection> connection,
                      ServerConnection::Create(std::move(conn)));
     connections.push_back(std::move(connection));
   }
   std::unique_ptr<ClientImpl> client(
-      new ClientImpl(options, std::move(connections)));
+      new ClientImpl(options, std::move(poller), std::move(connections)));
   RETURN_IF_ERROR(client->Handshake());
   if (options.worker_id >= 0) {
     RETURN_IF_ERROR(client->RegisterEverywhere());
@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
 }
 
 ClientImpl::ClientImpl(
-    const ClientOptions& options,
+    const ClientOptions& options, std::shared_ptr<CompletionPoller> poller,
     std::vector<std::unique_ptr<ServerConnection>> connections)
     : options_(options),
       client_id_([] {
@@ -107,6 +107,7 @@ ClientImpl::ClientImpl(
         while (id == 0) id = absl::Uniform<uint64_t>(gen);
         return id;
       }()),
+      poller_(std::move(poller)),
       connections_(std::move(connections)) {}
 
 ClientImpl::~ClientImpl() {
@@ -495,6 +496,8 @@ absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
 
 Promise ClientImpl::NewOperation(proto::Op op) {
   Promise promise;
+  // Wait() on its future polls the streams itself.
+  promise.state->poller = poller_;
   if (IsPush(op)) {
     {
       absl::MutexLock lock(&push_mu_);
@@ -718,11 +721,12 @@ absl::Status ClientImpl::RequireWorker(const char* call) const {
 absl::StatusOr<int64_t> ClientImpl::Clock() {
   RETURN_IF_ERROR(RequireWorker("Clock()"));
   {
-    // Every push issued so far belongs to the step being closed.
-    absl::MutexLock lock(&push_mu_);
-    push_mu_.Await(absl::Condition(
-        +[](int64_t* in_flight) { return *in_flight == 0; },
-        &pushes_in_flight_));
+    // Every push issued so far belongs to the step being closed; their
+    // answers are polled for here.
+    poller_->WaitUntil([this] {
+      absl::MutexLock lock(&push_mu_);
+      return pushes_in_flight_ == 0;
+    });
   }
   const int64_t next = clock() + 1;
   std::vector<proto::ClockRequest> requests(connections_.size());

@@ -83,6 +83,7 @@ class ClientImpl final : public Client {
 
  private:
   ClientImpl(const ClientOptions& options,
+             std::shared_ptr<CompletionPoller> poller,
              std::vector<std::unique_ptr<ServerConnection>> connections);
 
   absl::Status Handshake();
@@ -130,6 +131,8 @@ class ClientImpl final : public Client {
   // Constant after construction.
   const ClientOptions options_;
   const uint64_t client_id_;
+  // Shared by the connections; outlives them (declared first).
+  const std::shared_ptr<CompletionPoller> poller_;
   std::vector<std::unique_ptr<ServerConnection>> connections_;
 
   std::atomic<int64_t> clock_{0};

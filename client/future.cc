@@ -20,6 +20,11 @@ bool Future::State::Complete(absl::Status result) {
 }
 
 absl::Status Future::State::Wait() {
+  if (!Ready()) {
+    if (std::shared_ptr<CompletionPoller> p = poller.lock()) {
+      p->WaitUntil([this] { return Ready(); });
+    }
+  }
   absl::MutexLock lock(&mu);
   mu.Await(absl::Condition(&done));
   return status;

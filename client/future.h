@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "client/client.h"
+#include "client/completion_poller.h"
 
 namespace ps {
 
@@ -35,6 +36,10 @@ struct Future::State {
   const absl::Status& final_status() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return status;
   }
+
+  // Where the answers that complete this future arrive: Wait() polls it
+  // itself (client/completion_poller.h). Empty: Wait() only sleeps.
+  std::weak_ptr<CompletionPoller> poller;
 
   absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;

@@ -176,9 +176,9 @@ ServerConnection::ServerConnection(Options options,
       request_ids_(options_.request_ids != nullptr
                        ? options_.request_ids
                        : std::make_shared<std::atomic<uint64_t>>(1)),
-      completion_thread_(options_.completion_thread != nullptr
-                             ? options_.completion_thread
-                             : std::make_shared<CompletionQueueThread>()) {
+      poller_(options_.poller != nullptr
+                  ? options_.poller
+                  : std::make_shared<CompletionPoller>()) {
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
 
@@ -312,7 +312,7 @@ void ServerConnection::OpenStream() {
   }
   stream->call = data_stub_->PrepareCall(
       &stream->context, "/ps.proto.ParameterServer/DataStream",
-      completion_thread_->queue());
+      poller_->queue());
   Stream* raw = stream.get();
   std::unique_ptr<Stream> finished;
   std::shared_ptr<Pending> first;

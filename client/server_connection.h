@@ -13,9 +13,9 @@
 // non-transient status (e.g. UNAUTHENTICATED, INVALID_ARGUMENT) fails the
 // pending requests with that status instead.
 //
-// The stream runs on gRPC's async API: its events are handled on the thread
-// of a CompletionQueueThread (common/completion_queue_thread.h), shared by
-// the connections of one client.
+// The stream runs on gRPC's async API: its events are handled by whichever
+// thread polls the client's CompletionPoller (client/completion_poller.h): a
+// caller waiting for a result, or the poller's background thread.
 //
 // Thread safety: thread-safe. Response callbacks run on that thread (or the
 // reconnect thread / destructor for failures), never under an internal lock;
@@ -37,7 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/completion_queue_thread.h"
+#include "client/completion_poller.h"
 #include "common/config.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -61,9 +61,9 @@ class ServerConnection {
     // Source of request ids, shared by every connection of one client so ids
     // are unique per client. Null: the connection uses its own counter.
     std::shared_ptr<std::atomic<uint64_t>> request_ids;
-    // The thread that handles the stream's events, shared by every
-    // connection of one client. Null: the connection starts its own.
-    std::shared_ptr<CompletionQueueThread> completion_thread;
+    // The queue of the stream's events and who polls it, shared by every
+    // connection of one client. Null: the connection makes its own.
+    std::shared_ptr<CompletionPoller> poller;
   };
 
   // `status` is OK when `response` carries status_code 0; otherwise it is the
@@ -164,7 +164,7 @@ class ServerConnection {
   // DataStream with raw byte buffers (proto/data_wire.h).
   const std::unique_ptr<grpc::GenericStub> data_stub_;
   const std::shared_ptr<std::atomic<uint64_t>> request_ids_;
-  const std::shared_ptr<CompletionQueueThread> completion_thread_;
+  const std::shared_ptr<CompletionPoller> poller_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled on state_, shutting_down_, stream done

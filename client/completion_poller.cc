@@ -1,0 +1,125 @@
+#include "client/completion_poller.h"
+
+#include <chrono>
+
+namespace ps {
+
+CompletionPoller::CompletionPoller()
+    : background_([this] { BackgroundLoop(); }) {}
+
+CompletionPoller::~CompletionPoller() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    handoff_ = true;
+    if (alarm_ != nullptr) alarm_->Cancel();  // a pending kick arrives now
+    cv_.SignalAll();
+  }
+  queue_.Shutdown();
+  background_.join();  // it drains the queue
+}
+
+void CompletionPoller::KickTag::OnComplete(bool) {
+  absl::MutexLock lock(&poller->mu_);
+  poller->alarm_pending_ = false;
+}
+
+bool CompletionPoller::Poll(absl::FunctionRef<bool()> keep_going,
+                            absl::Duration slice) {
+  while (keep_going()) {
+    void* tag;
+    bool ok;
+    const auto deadline = std::chrono::system_clock::now() +
+                          absl::ToChronoMicroseconds(slice);
+    switch (queue_.AsyncNext(&tag, &ok, deadline)) {
+      case grpc::CompletionQueue::SHUTDOWN:
+        return false;
+      case grpc::CompletionQueue::TIMEOUT:
+        break;
+      case grpc::CompletionQueue::GOT_EVENT:
+        static_cast<CompletionTag*>(tag)->OnComplete(ok);
+        NotifyWaiters();
+        break;
+    }
+  }
+  return true;
+}
+
+void CompletionPoller::NotifyWaiters() {
+  // Under the lock, so a caller between its done() check and its wait
+  // cannot miss this (an uncontended lock per event costs ~20 ns).
+  absl::MutexLock lock(&mu_);
+  if (waiters_ > 0) cv_.SignalAll();
+}
+
+void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
+  mu_.Lock();
+  bool drained = false;  // the queue is shut down: only wait
+  while (!done()) {
+    if (holder_ == Holder::kNone && !drained) {
+      holder_ = Holder::kCaller;
+      mu_.Unlock();
+      // Short slices: a result completed by another thread (a connection
+      // failing its requests) is noticed without an event here.
+      drained = !Poll([&] { return !done(); }, absl::Milliseconds(1));
+      mu_.Lock();
+      holder_ = Holder::kNone;
+      released_at_ = absl::Now();
+      if (waiters_ > 0) cv_.SignalAll();  // one of them takes the token
+      continue;
+    }
+    if (holder_ == Holder::kBackground && !handoff_.load() &&
+        !shutting_down_) {
+      handoff_ = true;
+      if (!alarm_pending_) {
+        alarm_pending_ = true;
+        alarm_ = std::make_unique<grpc::Alarm>();
+        alarm_->Set(&queue_, std::chrono::system_clock::now(), &kick_tag_);
+      }
+    }
+    // Woken when the token is released or an event was handled; the
+    // timeout only bounds a wake-up that cannot be signalled (a result
+    // completed by a thread that is not polling).
+    ++waiters_;
+    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(1));
+    --waiters_;
+  }
+  mu_.Unlock();
+}
+
+void CompletionPoller::BackgroundLoop() {
+  mu_.Lock();
+  while (true) {
+    if (!shutting_down_) {
+      // Idle until the token has been free for kIdleGrace. Callers do not
+      // signal a release (that would cost a wake-up per request): this
+      // thread looks again every grace period.
+      const bool free_long_enough =
+          holder_ == Holder::kNone &&
+          absl::Now() - released_at_ >= kIdleGrace;
+      if (!free_long_enough) {
+        cv_.WaitWithTimeout(&mu_, kIdleGrace);
+        continue;
+      }
+    } else if (holder_ != Holder::kNone) {
+      cv_.Wait(&mu_);  // shutting down: a caller still polls
+      continue;
+    }
+    holder_ = Holder::kBackground;
+    handoff_ = false;
+    const bool shutting_down = shutting_down_;
+    mu_.Unlock();
+    const bool open = Poll(
+        [&] { return shutting_down || !handoff_.load(); },
+        absl::Milliseconds(100));
+    mu_.Lock();
+    holder_ = Holder::kNone;
+    released_at_ = absl::Now();
+    handoff_ = false;
+    cv_.SignalAll();  // the caller that asked for the token
+    if (!open) break;
+  }
+  mu_.Unlock();
+}
+
+}  // namespace ps

@@ -1,0 +1,108 @@
+// CompletionPoller with grpc::Alarm events on its queue (no network).
+#include "client/completion_poller.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/alarm.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+// An event that records that it ran, and on which thread.
+struct RecordingTag final : CompletionTag {
+  void OnComplete(bool ok) override {
+    thread = std::this_thread::get_id();
+    this->ok = ok;
+    ran.store(true);
+  }
+  std::atomic<bool> ran{false};
+  std::thread::id thread;
+  bool ok = false;
+};
+
+std::chrono::system_clock::time_point In(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMicroseconds(d);
+}
+
+TEST(CompletionPollerTest, WaitingCallerHandlesTheEventOnItsOwnThread) {
+  CompletionPoller poller;
+  absl::SleepFor(absl::Milliseconds(20));  // the background thread polls
+  RecordingTag tag;
+  grpc::Alarm alarm;
+  alarm.Set(poller.queue(), In(absl::Milliseconds(30)), &tag);
+  poller.WaitUntil([&] { return tag.ran.load(); });
+  EXPECT_TRUE(tag.ran.load());
+  EXPECT_TRUE(tag.ok);
+  // The caller took the token from the background thread and read the
+  // event itself.
+  EXPECT_EQ(tag.thread, std::this_thread::get_id());
+}
+
+TEST(CompletionPollerTest, BackgroundThreadHandlesEventsNobodyWaitsFor) {
+  CompletionPoller poller;
+  RecordingTag tag;
+  grpc::Alarm alarm;
+  alarm.Set(poller.queue(), In(absl::Milliseconds(5)), &tag);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!tag.ran.load() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(tag.ran.load());
+  EXPECT_NE(tag.thread, std::this_thread::get_id());
+}
+
+TEST(CompletionPollerTest, ManyWaitingThreadsAllReturn) {
+  CompletionPoller poller;
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<RecordingTag>> tags;
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+  for (int i = 0; i < kThreads; ++i) {
+    tags.push_back(std::make_unique<RecordingTag>());
+    alarms.push_back(std::make_unique<grpc::Alarm>());
+    alarms.back()->Set(poller.queue(), In(absl::Milliseconds(5 + 7 * i)),
+                       tags.back().get());
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      poller.WaitUntil([&] { return tags[i]->ran.load(); });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& tag : tags) EXPECT_TRUE(tag->ran.load());
+}
+
+TEST(CompletionPollerTest, ResultCompletedElsewhereIsNoticedWithoutAnEvent) {
+  CompletionPoller poller;
+  std::atomic<bool> done{false};
+  std::thread completer([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    done.store(true);  // not through the queue (e.g. a connection failing)
+  });
+  const absl::Time start = absl::Now();
+  poller.WaitUntil([&] { return done.load(); });
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  completer.join();
+}
+
+TEST(CompletionPollerTest, DestroyedWithAnAlarmPendingDrainsIt) {
+  RecordingTag tag;
+  auto alarm = std::make_unique<grpc::Alarm>();
+  {
+    CompletionPoller poller;
+    alarm->Set(poller.queue(), In(absl::Hours(1)), &tag);
+    alarm->Cancel();  // delivered with ok = false while the queue drains
+  }
+  EXPECT_TRUE(tag.ran.load());
+  EXPECT_FALSE(tag.ok);
+}
+
+}  // namespace
+}  // namespace ps
