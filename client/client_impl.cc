@@ -143,7 +143,7 @@ std::vector<absl::Status> ClientImpl::CallAll(
   const size_t n = connections_.size();
   responses->assign(n, Response());
   // A queue of this call's own, polled here only while the calls run (no
-  // callback-API thread: see common/completion_queue_thread.h).
+  // callback-API thread: see common/completion_tag.h).
   grpc::CompletionQueue cq;
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
   std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<Response>>>

@@ -29,8 +29,8 @@ bool CompletionPoller::Poll(absl::FunctionRef<bool()> keep_going,
   while (keep_going()) {
     void* tag;
     bool ok;
-    const auto deadline = std::chrono::system_clock::now() +
-                          absl::ToChronoMicroseconds(slice);
+    const auto deadline =
+        std::chrono::system_clock::now() + absl::ToChronoMicroseconds(slice);
     switch (queue_.AsyncNext(&tag, &ok, deadline)) {
       case grpc::CompletionQueue::SHUTDOWN:
         return false;
@@ -68,8 +68,7 @@ void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
       if (waiters_ > 0) cv_.SignalAll();  // one of them takes the token
       continue;
     }
-    if (holder_ == Holder::kBackground && !handoff_.load() &&
-        !shutting_down_) {
+    if (holder_ == Holder::kBackground && !handoff_.load() && !shutting_down_) {
       handoff_ = true;
       if (!alarm_pending_) {
         alarm_pending_ = true;
@@ -95,8 +94,7 @@ void CompletionPoller::BackgroundLoop() {
       // signal a release (that would cost a wake-up per request): this
       // thread looks again every grace period.
       const bool free_long_enough =
-          holder_ == Holder::kNone &&
-          absl::Now() - released_at_ >= kIdleGrace;
+          holder_ == Holder::kNone && absl::Now() - released_at_ >= kIdleGrace;
       if (!free_long_enough) {
         cv_.WaitWithTimeout(&mu_, kIdleGrace);
         continue;
@@ -109,9 +107,8 @@ void CompletionPoller::BackgroundLoop() {
     handoff_ = false;
     const bool shutting_down = shutting_down_;
     mu_.Unlock();
-    const bool open = Poll(
-        [&] { return shutting_down || !handoff_.load(); },
-        absl::Milliseconds(100));
+    const bool open = Poll([&] { return shutting_down || !handoff_.load(); },
+                           absl::Milliseconds(100));
     mu_.Lock();
     holder_ = Holder::kNone;
     released_at_ = absl::Now();

@@ -15,7 +15,7 @@
 // anybody waiting. A caller that finds the background thread polling kicks
 // it out with a grpc::Alarm and takes over.
 //
-// Every tag on queue() must be a CompletionTag (common/completion_queue_thread.h);
+// Every tag on queue() must be a CompletionTag (common/completion_tag.h);
 // its OnComplete runs on whichever thread polls: a caller inside WaitUntil
 // or the background thread. Thread-safe.
 #ifndef PS_CLIENT_COMPLETION_POLLER_H_
@@ -29,7 +29,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/completion_queue_thread.h"
+#include "common/completion_tag.h"
 #include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 
@@ -55,7 +55,8 @@ class CompletionPoller {
   // Returns once `done()` is true, polling the queue meanwhile when no other
   // thread does. `done` must be cheap and must not block; it may be called
   // with the poller's lock held, so it must not take a lock that is held
-  // while calling into the poller. Must not be called from a completion handler.
+  // while calling into the poller. Must not be called from a completion
+  // handler.
   void WaitUntil(absl::FunctionRef<bool()> done);
 
  private:

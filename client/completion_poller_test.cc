@@ -71,9 +71,8 @@ TEST(CompletionPollerTest, ManyWaitingThreadsAllReturn) {
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      poller.WaitUntil([&] { return tags[i]->ran.load(); });
-    });
+    threads.emplace_back(
+        [&, i] { poller.WaitUntil([&] { return tags[i]->ran.load(); }); });
   }
   for (std::thread& t : threads) t.join();
   for (const auto& tag : tags) EXPECT_TRUE(tag->ran.load());

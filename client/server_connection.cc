@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/completion_queue_thread.h"
+#include "common/completion_tag.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/completion_queue_thread.h"
+#include "common/completion_tag.h"
 #include "proto/data_wire.h"
 #include "spdlog/spdlog.h"
 

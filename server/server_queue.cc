@@ -1,6 +1,6 @@
 #include "server/server_queue.h"
 
-#include "common/completion_queue_thread.h"
+#include "common/completion_tag.h"
 
 namespace ps {
 

@@ -41,7 +41,7 @@ class ServerQueue {
   // Adds the queue to `builder`. Call once, before BuildAndStart.
   void AddTo(grpc::ServerBuilder* builder);
   // Starts the polling thread. Every tag on the queue is a CompletionTag
-  // (common/completion_queue_thread.h).
+  // (common/completion_tag.h).
   void Start();
 
   // Counts a new live call and runs `request` (which asks gRPC for a call on

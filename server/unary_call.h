@@ -21,7 +21,7 @@
 #include <memory>
 #include <utility>
 
-#include "common/completion_queue_thread.h"
+#include "common/completion_tag.h"
 #include "grpcpp/grpcpp.h"
 #include "server/server_queue.h"
 
