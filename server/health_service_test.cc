@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
@@ -107,6 +108,68 @@ TEST_F(HealthServiceTest, ManyConcurrentChecksAllAnswered) {
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
+}
+
+// Watch: reads the next status, or -1 when the stream ended.
+int NextStatus(grpc::ClientReader<HealthCheckResponse>* reader) {
+  HealthCheckResponse response;
+  if (!reader->Read(&response)) return -1;
+  return response.status();
+}
+
+TEST_F(HealthServiceTest, WatchSendsTheStatusThenEveryChange) {
+  health_.SetServingStatus("", true);
+  grpc::ClientContext context;
+  HealthCheckRequest request;
+  std::unique_ptr<grpc::ClientReader<HealthCheckResponse>> reader =
+      stub_->Watch(&context, request);
+  EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::SERVING);
+  health_.SetServingStatus("", false);
+  EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::NOT_SERVING);
+  health_.SetServingStatus("", false);      // no change: nothing sent
+  health_.SetServingStatus("other", true);  // another service: nothing
+  health_.SetServingStatus("", true);
+  EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::SERVING);
+  context.TryCancel();
+  EXPECT_EQ(NextStatus(reader.get()), -1);
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(HealthServiceTest, WatchOfAnUnknownServiceFollowsItOnceKnown) {
+  grpc::ClientContext context;
+  HealthCheckRequest request;
+  request.set_service("later");
+  std::unique_ptr<grpc::ClientReader<HealthCheckResponse>> reader =
+      stub_->Watch(&context, request);
+  EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::SERVICE_UNKNOWN);
+  health_.SetServingStatus("later", true);
+  EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::SERVING);
+  context.TryCancel();
+  reader->Finish().IgnoreError();
+}
+
+TEST_F(HealthServiceTest, ShutdownEndsEveryWatchWithNotServing) {
+  health_.SetServingStatus("", true);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<HealthCheckResponse>>> readers;
+  for (int i = 0; i < 3; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    readers.push_back(
+        stub_->Watch(contexts.back().get(), HealthCheckRequest()));
+    EXPECT_EQ(NextStatus(readers.back().get()), HealthCheckResponse::SERVING);
+  }
+  health_.Shutdown();
+  for (auto& reader : readers) {
+    EXPECT_EQ(NextStatus(reader.get()), HealthCheckResponse::NOT_SERVING);
+    EXPECT_EQ(NextStatus(reader.get()), -1);
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  // A watch that starts after the shutdown gets the same.
+  grpc::ClientContext context;
+  auto late = stub_->Watch(&context, HealthCheckRequest());
+  EXPECT_EQ(NextStatus(late.get()), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(NextStatus(late.get()), -1);
+  EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/server.h"
 
@@ -440,6 +441,27 @@ TEST_F(ServiceTest, StopFailsParkedPullsAndReturns) {
   }
   stopper.join();
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
+// Health: SERVING while serving; an open Watch gets NOT_SERVING when the
+// server stops and does not hold the stop up (shutdown_grace is 2 s here).
+TEST_F(ServiceTest, HealthWatchSeesTheStopWithoutDelayingIt) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("ps.proto.ParameterServer");
+  auto reader = health->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  const absl::Time start = absl::Now();
+  server_->Stop();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(),
+            grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_FALSE(reader->Read(&response));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 // The names of this process's threads.
