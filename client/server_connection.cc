@@ -158,6 +158,19 @@ absl::StatusOr<std::unique_ptr<ServerConnection>> ServerConnection::Create(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, maximum);
+  if (options.client.keepalive_ms > 0) {
+    // Pings while calls are open (the data stream), however long it has been
+    // quiet; a missing answer drops the connection and the stream is
+    // reopened with its requests resent (see the class comment).
+    const int time = static_cast<int>(
+        std::min<int64_t>(options.client.keepalive_ms, INT_MAX));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, time);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                static_cast<int>(std::min<int64_t>(
+                    options.client.keepalive_timeout_ms, INT_MAX)));
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // no limit
+    args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, time);
+  }
   if (options.tls.enabled && !options.tls.server_name_override.empty()) {
     args.SetSslTargetNameOverride(options.tls.server_name_override);
   }

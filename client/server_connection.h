@@ -7,8 +7,10 @@
 // backoff (reconnect_initial_backoff_ms doubling up to
 // reconnect_max_backoff_ms) and resends every unanswered request unchanged
 // (same request_id and client_id, so the server deduplicates retried pushes).
-// After max_reconnect_attempts consecutive failed attempts every pending
-// request fails with UNAVAILABLE naming the server; a later Send() starts a
+// A connection that stops answering without closing (a silent partition) is
+// noticed by HTTP/2 keepalive pings (client.keepalive_ms) and handled the
+// same way. After max_reconnect_attempts consecutive failed attempts every
+// pending request fails with UNAVAILABLE naming the server; a later Send() starts a
 // fresh series of attempts. A stream the server finishes with a
 // non-transient status (e.g. UNAUTHENTICATED, INVALID_ARGUMENT) fails the
 // pending requests with that status instead.

@@ -636,7 +636,8 @@ absl::Status ConfigParser::ParseClient(const Field& f,
       Section s,
       OpenSection(f, {"chunk_bytes", "rpc_timeout_ms", "heartbeat_interval_ms",
                       "reconnect_initial_backoff_ms",
-                      "reconnect_max_backoff_ms", "max_reconnect_attempts"}));
+                      "reconnect_max_backoff_ms", "max_reconnect_attempts",
+                      "keepalive_ms", "keepalive_timeout_ms"}));
   if (const Field* v = s.Get("chunk_bytes")) {
     RETURN_IF_ERROR(ReadInt(*v, kMinChunkBytes, kMaxChunkBytes,
                             "an integer in [4096, 67108864] (4 KiB to 64 MiB)",
@@ -672,6 +673,21 @@ absl::Status ConfigParser::ParseClient(const Field& f,
   if (const Field* v = s.Get("max_reconnect_attempts")) {
     RETURN_IF_ERROR(ReadInt(*v, 0, kInt64Max, "an integer >= 0",
                             &client->max_reconnect_attempts));
+  }
+  if (const Field* v = s.Get("keepalive_ms")) {
+    RETURN_IF_ERROR(ReadInt(*v, 0, kInt64Max, "0 (off) or an integer >= 1000",
+                            &client->keepalive_ms));
+    if (client->keepalive_ms > 0 && client->keepalive_ms < kMinKeepaliveMs) {
+      return Error(v->mark(), v->path,
+                   absl::StrCat("keepalive_ms ", client->keepalive_ms,
+                                " is below ", kMinKeepaliveMs,
+                                " (servers refuse pings more often than that)"),
+                   "set client.keepalive_ms to 0 (off) or to 1000 or more");
+    }
+  }
+  if (const Field* v = s.Get("keepalive_timeout_ms")) {
+    RETURN_IF_ERROR(ReadInt(*v, 1, kInt64Max, "an integer > 0",
+                            &client->keepalive_timeout_ms));
   }
   return absl::OkStatus();
 }

@@ -79,6 +79,10 @@ struct ServerOptions {
   int64_t dedup_window = 4096;      // remembered push ids per client
 };
 
+// The most often a server accepts keepalive pings from a client (and so the
+// smallest client.keepalive_ms).
+inline constexpr int64_t kMinKeepaliveMs = 1000;
+
 struct ClientConfig {
   int64_t chunk_bytes = 4 << 20;  // dense requests are cut into chunks this big
   int64_t rpc_timeout_ms = 30000;  // control RPCs and the handshake
@@ -86,6 +90,13 @@ struct ClientConfig {
   int64_t reconnect_initial_backoff_ms = 100;
   int64_t reconnect_max_backoff_ms = 5000;
   int64_t max_reconnect_attempts = 20;  // then requests fail UNAVAILABLE
+  // HTTP/2 keepalive: a connection with calls open is pinged after this long
+  // without traffic and dropped (then reconnected, requests resent) when no
+  // answer comes within keepalive_timeout_ms: a silent network partition is
+  // noticed in seconds, not when TCP gives up. 0 = off; else >= 1000 (the
+  // servers accept pings that often).
+  int64_t keepalive_ms = 10000;
+  int64_t keepalive_timeout_ms = 5000;
 };
 
 // Settings of the training job run by ps_worker (the worker issue); the core

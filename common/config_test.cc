@@ -77,6 +77,8 @@ client:
   reconnect_initial_backoff_ms: 50
   reconnect_max_backoff_ms: 2000
   max_reconnect_attempts: 7
+  keepalive_ms: 3000
+  keepalive_timeout_ms: 750
 training:
   model: mlp
   hidden: [512, 64, 32]
@@ -151,6 +153,8 @@ TEST(ConfigTest, FullConfigParsesToExactValues) {
   EXPECT_EQ(c.client.reconnect_initial_backoff_ms, 50);
   EXPECT_EQ(c.client.reconnect_max_backoff_ms, 2000);
   EXPECT_EQ(c.client.max_reconnect_attempts, 7);
+  EXPECT_EQ(c.client.keepalive_ms, 3000);
+  EXPECT_EQ(c.client.keepalive_timeout_ms, 750);
 
   EXPECT_EQ(c.training.model, "mlp");
   EXPECT_EQ(c.training.hidden, (std::vector<int>{512, 64, 32}));
@@ -246,6 +250,8 @@ TEST(ConfigTest, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.client.reconnect_initial_backoff_ms, 100);
   EXPECT_EQ(c.client.reconnect_max_backoff_ms, 5000);
   EXPECT_EQ(c.client.max_reconnect_attempts, 20);
+  EXPECT_EQ(c.client.keepalive_ms, 10000);
+  EXPECT_EQ(c.client.keepalive_timeout_ms, 5000);
   EXPECT_EQ(c.training.model, "mlp");
   EXPECT_EQ(c.training.hidden, (std::vector<int>{256, 128}));
   EXPECT_EQ(c.training.dataset, "fashion_mnist");
@@ -730,6 +736,13 @@ TEST(ConfigErrorTest, CrossSectionContradictions) {
             "reconnect_initial_backoff_ms (10); make "
             "client.reconnect_max_backoff_ms >= "
             "client.reconnect_initial_backoff_ms");
+  EXPECT_EQ(ErrorOf(OneTable("") + "client: {keepalive_ms: 500}\n"),
+            "bad.yaml:7:24: client.keepalive_ms: keepalive_ms 500 is below "
+            "1000 (servers refuse pings more often than that); set "
+            "client.keepalive_ms to 0 (off) or to 1000 or more");
+  EXPECT_EQ(ErrorOf(OneTable("") + "client: {keepalive_timeout_ms: 0}\n"),
+            "bad.yaml:7:32: client.keepalive_timeout_ms: value 0 out of range; "
+            "allowed: an integer > 0");
 }
 
 TEST(ConfigErrorTest, TrainingContradictions) {

@@ -159,6 +159,12 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
       config_.server.max_message_bytes, std::numeric_limits<int>::max()));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  // Clients' keepalive pings (client.keepalive_ms >= kMinKeepaliveMs) on a
+  // quiet stream must not count as abuse, or the server would close the
+  // connection (GOAWAY too_many_pings) that the pings are protecting.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(kMinKeepaliveMs));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(service_.get());
   builder.RegisterService(health_.get());
   queue_->AddTo(&builder);

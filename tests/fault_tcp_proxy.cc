@@ -65,6 +65,8 @@ void TcpProxy::Stop() {
   if (thread_.joinable()) thread_.join();
   for (Pair& p : pairs_) Close(&p, /*reset=*/false);
   pairs_.clear();
+  for (Pair& p : frozen_) Close(&p, /*reset=*/false);
+  frozen_.clear();
   if (listen_fd_ >= 0) close(listen_fd_);
   listen_fd_ = -1;
 }
@@ -91,7 +93,14 @@ bool TcpProxy::Forward(int from, int to) {
 
 void TcpProxy::Loop() {
   int64_t cuts_done = 0;
+  int64_t freezes_done = 0;
   while (!stop_) {
+    const int64_t freezes = freeze_requests_.load();
+    if (freezes != freezes_done) {
+      freezes_done = freezes;
+      frozen_.insert(frozen_.end(), pairs_.begin(), pairs_.end());
+      pairs_.clear();
+    }
     const int64_t cuts = cut_requests_.load();
     if (cuts != cuts_done) {
       cuts_done = cuts;

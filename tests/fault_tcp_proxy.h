@@ -1,7 +1,9 @@
 // A TCP proxy for fault-injection tests: listens on 127.0.0.1 (OS-picked
 // port) and forwards every accepted connection to 127.0.0.1:<target port>.
 // CutAll() drops every open connection at once (RST to both ends), as a
-// broken network would; new connections are accepted and forwarded as usual.
+// broken network would; Freeze() stops forwarding on every open connection
+// but keeps it open, as a silent partition would. Either way new connections
+// are accepted and forwarded as usual.
 //
 // One thread (owned; started by Start(), joined by Stop() or the destructor)
 // does all the work with poll(). Loopback only.
@@ -32,6 +34,9 @@ class TcpProxy {
 
   // Drops every open connection (takes effect within a few ms).
   void CutAll() { cut_requests_.fetch_add(1); }
+  // Stops forwarding on every open connection, which stays open: bytes sent
+  // into it are never delivered (takes effect within a few ms).
+  void Freeze() { freeze_requests_.fetch_add(1); }
 
   int port() const { return port_; }
   int64_t connections_accepted() const { return accepted_.load(); }
@@ -54,10 +59,12 @@ class TcpProxy {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> cut_requests_{0};
+  std::atomic<int64_t> freeze_requests_{0};
   std::atomic<int64_t> accepted_{0};
   std::atomic<int64_t> cut_{0};
   std::atomic<int64_t> cut_events_{0};
   std::vector<Pair> pairs_;  // touched only by the loop thread
+  std::vector<Pair> frozen_;  // likewise; open, never read
   std::thread thread_;
 };
 
