@@ -97,10 +97,6 @@ class DataStreamCall {
       return;
     }
     server_->RequestCall();  // the next client's stream
-    {
-      absl::MutexLock lock(&mu_);
-      grpc_ops_ = 1;  // the done notification
-    }
     absl::Status status = server_->service_->CheckAuth(context_);
     if (status.ok() && !server_->AddOpen(this)) {
       status = absl::UnavailableError("server is shutting down");
@@ -108,14 +104,17 @@ class DataStreamCall {
     Actions actions;
     {
       absl::MutexLock lock(&mu_);
+      // `+=`: once AddOpen() returned, a shutdown may already have decided
+      // (and counted) a Finish through PrepareShutdown().
+      grpc_ops_ += 1;  // the done notification
       if (status.ok()) {
-        read_in_flight_ = true;
-        actions.read = true;
+        read_paused_ = true;  // the first read, unless shutdown came first
+        actions = DecideLocked();
       } else {
         finish_called_ = true;
         actions.finish = ToGrpcStatus(status);
+        ++grpc_ops_;
       }
-      ++grpc_ops_;
     }
     Run(actions);
   }

@@ -201,13 +201,11 @@ void HealthService::SpawnWatch(ServerQueue* queue) {
 grpc::Status HealthService::Answer(const HealthCheckRequest& request,
                                    HealthCheckResponse* response) {
   absl::MutexLock lock(&mu_);
-  auto it = serving_.find(request.service());
-  if (it == serving_.end()) {
+  if (!serving_.contains(request.service())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         "unknown service '" + request.service() + "'");
   }
-  response->set_status(it->second ? HealthCheckResponse::SERVING
-                                  : HealthCheckResponse::NOT_SERVING);
+  response->set_status(StatusLocked(request.service()));
   return grpc::Status::OK;
 }
 
