@@ -244,7 +244,7 @@ TEST(ConfigTest, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.server.checkpoint_interval_s, 0);
   EXPECT_EQ(c.server.metrics_port, -1);
   EXPECT_EQ(c.server.dedup_window, 4096);
-  EXPECT_EQ(c.client.chunk_bytes, 4 << 20);
+  EXPECT_EQ(c.client.chunk_bytes, 512 << 10);
   EXPECT_EQ(c.client.rpc_timeout_ms, d.client.rpc_timeout_ms);
   EXPECT_EQ(c.client.heartbeat_interval_ms, 1000);
   EXPECT_EQ(c.client.reconnect_initial_backoff_ms, 100);

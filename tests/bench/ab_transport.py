@@ -22,7 +22,7 @@ import sys
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      '../../bazel-bin/tests/bench/transport_bench')
-COLUMNS = 'GB/s p50 ratio cli-cpu srv-cpu'
+COLUMNS = 'GB/s p50 ratio cli-cpu srv-cpu grpc-GB/s'
 
 
 def command(spec):
@@ -51,18 +51,18 @@ def main():
                                  text=True).stdout
             for line in out.splitlines():
                 f = line.split()
-                if len(f) >= 12 and re.match(r'\d+x\d+', f[0]):
+                if len(f) >= 13 and re.match(r'\d+x\d+', f[0]):
                     cells[k].setdefault(tuple(f[:3]), []).append(
-                        [float(f[i]) for i in (3, 5, 8, 10, 11)])
-    print(f"{'cell':34s} | A: {COLUMNS:36s} | B: {COLUMNS}")
+                        [float(f[i]) for i in (3, 5, 8, 10, 11, 12)])
+    print(f"{'cell':34s} | A: {COLUMNS:43s} | B: {COLUMNS}")
     for key in cells[0]:
         def med(k):
             runs = cells[k].get(key, [])
             if not runs:
                 return '-'
             return ' '.join(f'{statistics.median(r[j] for r in runs):.3g}'
-                            for j in range(5))
-        print(f"{' '.join(key):34s} | {med(0):39s} | {med(1)}")
+                            for j in range(6))
+        print(f"{' '.join(key):34s} | {med(0):46s} | {med(1)}")
 
 
 if __name__ == '__main__':
