@@ -85,9 +85,9 @@ inline constexpr int64_t kMinKeepaliveMs = 1000;
 
 struct ClientConfig {
   // Dense and sparse requests are cut into chunks of at most this many bytes.
-  // 512 KiB: a 1 MiB op travels as two pipelined halves, and a chunk stays in
-  // L2 between the kernel's copy, the finiteness scan and the apply
-  // (tests/bench/TRANSPORT_RESULTS.md, round 7).
+  // 512 KiB: a 1 MiB op travels as two pipelined halves (1 MiB p50 -25-30%;
+  // 16-64 MiB unchanged within the noise; tests/bench/TRANSPORT_RESULTS.md,
+  // round 7).
   int64_t chunk_bytes = 512 << 10;
   int64_t rpc_timeout_ms = 30000;  // control RPCs and the handshake
   int64_t heartbeat_interval_ms = 1000;
