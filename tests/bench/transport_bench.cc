@@ -9,11 +9,14 @@
 //                   [--zero_copy=false] [--runs N]
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
 //
-// Process layout: this binary is the coordinator. It never touches gRPC (gRPC
-// and fork() do not mix); it starts ps_server processes and re-executes
-// itself as `--role=worker` (one process per worker), `--role=tcp_echo`
-// (the ceiling's peer) and `--role=grpc_echo` (the gRPC floor's peer). Workers report their latencies in a file; the
-// coordinator merges them and prints a table and one JSON document.
+// Process layout: this binary is the coordinator. It starts ps_server
+// processes and re-executes itself as `--role=worker` (one process per
+// worker), `--role=tcp_echo` (the ceiling's peer) and `--role=grpc_echo` (the
+// gRPC floor's peer). Its only gRPC use is the floor's client, so its gRPC
+// threads may be running when it starts a process: it uses posix_spawn, never
+// fork() followed by library calls in the child. Workers report their
+// latencies in a file; the coordinator merges them and prints a table and one
+// JSON document.
 //
 // Before timing, worker 0 verifies the data path once (dense push-pull /
 // push / pull over a range that is not a multiple of the chunk size, and a
@@ -34,9 +37,11 @@
 // bare gRPC stream, measured the same way: what gRPC itself costs.
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -47,6 +52,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -163,19 +169,27 @@ bool ReadWholeFile(const std::string& path, std::string* out) {
   return true;
 }
 
+// Starts `args` (args[0] is the program's path) with stdout and stderr
+// appended to `log`, or inherited when `log` is empty, and returns its pid.
+// A program that cannot be executed at all (a wrong --server_bin) ends the
+// benchmark with the reason.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!log.empty()) {
-      FILE* f = freopen(log.c_str(), "a", stdout);
-      (void)f;
-      dup2(STDOUT_FILENO, STDERR_FILENO);
-    }
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    fprintf(stderr, "cannot start %s: %s\n", argv[0], strerror(error));
+    exit(1);
   }
   return pid;
 }
