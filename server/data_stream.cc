@@ -122,14 +122,7 @@ class DataStreamCall {
   void OnReadDone(bool ok) {
     if (!ok) {
       // The client half-closed, or the call is broken / cancelled.
-      Step step;
-      {
-        absl::MutexLock lock(&mu_);
-        read_in_flight_ = false;
-        reads_done_ = true;
-        step = OperationEndedLocked();
-      }
-      Take(step);
+      EndReads(/*malformed=*/false);
       return;
     }
     // Decoded in place: keys and values stay in gRPC's slices (or one
@@ -138,15 +131,7 @@ class DataStreamCall {
         DecodeDataRequest(request_);
     request_.Clear();
     if (!received.ok()) {
-      Step step;
-      {
-        absl::MutexLock lock(&mu_);
-        read_in_flight_ = false;
-        reads_done_ = true;
-        malformed_ = true;
-        step = OperationEndedLocked();
-      }
-      Take(step);
+      EndReads(/*malformed=*/true);
       return;
     }
     {
@@ -165,6 +150,20 @@ class DataStreamCall {
     Step step;
     {
       absl::MutexLock lock(&mu_);
+      step = OperationEndedLocked();
+    }
+    Take(step);
+  }
+
+  // The read that completed was the last one; `malformed`: it carried bytes
+  // that are not a DataRequest.
+  void EndReads(bool malformed) {
+    Step step;
+    {
+      absl::MutexLock lock(&mu_);
+      read_in_flight_ = false;
+      reads_done_ = true;
+      if (malformed) malformed_ = true;
       step = OperationEndedLocked();
     }
     Take(step);
@@ -253,21 +252,17 @@ class DataStreamCall {
   Actions NextActions() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions a;
     if (finish_called_) return a;
-    if (malformed_) {
-      // A protocol violation: the pending answers are dropped.
+    if (malformed_ || aborted_) {
+      // A protocol violation, or nobody left to answer: the pending answers
+      // are dropped and the stream finishes once no operation is in flight.
       if (!write_in_flight_ && !read_in_flight_) {
         finish_called_ = true;
-        a.finish = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                "malformed DataRequest (not a valid "
-                                "ps.proto.DataRequest message)");
-      }
-      return a;
-    }
-    if (aborted_) {
-      if (!write_in_flight_ && !read_in_flight_) {
-        finish_called_ = true;
-        a.finish =
-            grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled");
+        a.finish = malformed_
+                       ? grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                      "malformed DataRequest (not a valid "
+                                      "ps.proto.DataRequest message)")
+                       : grpc::Status(grpc::StatusCode::CANCELLED,
+                                      "stream cancelled");
       }
       return a;
     }
