@@ -4,8 +4,9 @@
 // of ~8 KiB slices; transport_bench measured up to 515 slices per 4 MiB
 // message), then decode, validate (finiteness included) and the SGD apply
 // of a dense async table, next to memcpy of the same bytes (the ceiling).
-// Thread CPU time, best of --reps. Run:
-//   bazel run //server:receive_path_bench -- [--mib=4] [--slice_kib=8]
+// Thread CPU time, best of --reps. --chunk_kib defaults to the client's
+// default client.chunk_bytes (512 KiB). Run:
+//   bazel run //server:receive_path_bench -- [--chunk_kib=512] [--slice_kib=8]
 #include <malloc.h>
 #include <time.h>
 
@@ -27,7 +28,7 @@
 #include "proto/ps.pb.h"
 #include "server/shard_table.h"
 
-ABSL_FLAG(int, mib, 4, "chunk size in MiB");
+ABSL_FLAG(int, chunk_kib, 512, "chunk size in KiB (positive)");
 ABSL_FLAG(int, slice_kib, 8, "slice size of the received message (KiB)");
 ABSL_FLAG(int, reps, 15, "repetitions (best is reported)");
 
@@ -60,7 +61,12 @@ double Best(int reps, const std::function<void()>& f) {
   } while (0)
 
 int Main() {
-  const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_mib)) << 18;
+  if (absl::GetFlag(FLAGS_chunk_kib) <= 0 || absl::GetFlag(FLAGS_slice_kib) <= 0 ||
+      absl::GetFlag(FLAGS_reps) <= 0) {
+    std::fprintf(stderr, "--chunk_kib, --slice_kib and --reps must be positive\n");
+    return 2;
+  }
+  const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_chunk_kib)) << 8;
   const size_t slice = static_cast<size_t>(absl::GetFlag(FLAGS_slice_kib)) << 10;
   const int reps = absl::GetFlag(FLAGS_reps);
 
@@ -160,7 +166,7 @@ int Main() {
     CHECK_OK((*table)->Execute((*received)->view(), &response));
   });
   const double mib = static_cast<double>(wire.size()) / (1 << 20);
-  std::printf("chunk %.1f MiB in %zu slices of %zu KiB; thread CPU ms, best of %d\n", mib,
+  std::printf("chunk %.3f MiB in %zu slices of %zu KiB; thread CPU ms, best of %d\n", mib,
               slices.size(), slice >> 10, reps);
   std::printf("%-44s %8.3f\n", "memcpy (ceiling of one pass)", memcpy_ms);
   std::printf("%-44s %8.3f\n", "protobuf parse from slices (round 2)", parse_ms);
