@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <numeric>
 
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -138,6 +139,8 @@ std::vector<FloorResult> MeasureGrpcFloor(
     }
     if (!ok || times.empty()) break;
     std::sort(times.begin(), times.end());
+    results[i].mean_s =
+        std::accumulate(times.begin(), times.end(), 0.0) / times.size();
     results[i].p50_s = times[times.size() / 2];
     results[i].p99_s = times[std::min(
         times.size() - 1, static_cast<size_t>(0.99 * times.size()))];

@@ -22,8 +22,10 @@ namespace ps::bench {
 // until its one client stream ends. Returns the process exit code.
 int RunGrpcEcho(const std::string& port_file);
 
+// Seconds per exchange: percentiles and the mean (throughput = bytes / mean,
+// the statistic transport_bench uses for its own operations).
 struct FloorResult {
-  double p50_s = 0, p99_s = 0;
+  double p50_s = 0, p99_s = 0, mean_s = 0;
 };
 
 // Ping-pongs every exchange {up, down} `reps(exchange)` times (after two
