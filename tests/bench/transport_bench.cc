@@ -8,6 +8,7 @@
 //                   [--reps_scale X] [--chunk_bytes N] [--server_threads N]
 //                   [--zero_copy=false] [--runs N]
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
+//                   [--keep_run_files]
 //
 // Process layout: this binary is the coordinator. It starts ps_server
 // processes and re-executes itself as `--role=worker` (one process per
@@ -56,6 +57,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -104,6 +106,10 @@ ABSL_FLAG(std::string, server_devices, "cpu",
           "CPU-backed one; rows are labelled SxW/device");
 ABSL_FLAG(int64_t, chunk_bytes, 0,
           "client.chunk_bytes of the workers (0 = the client's default)");
+ABSL_FLAG(bool, keep_run_files, false,
+          "keep the run's temp dir after a successful run (server logs and the "
+          "workers' per-operation latencies, one line per measured cell); a "
+          "failed run always keeps it");
 // Worker role.
 ABSL_FLAG(std::string, servers, "", "worker: comma-separated server addresses");
 ABSL_FLAG(std::string, server_pids, "", "worker: the servers' pids (CPU accounting)");
@@ -992,7 +998,11 @@ int RunCoordinator() {
     return 2;
   }
   char tmpl[] = "/tmp/ps_transport_bench_XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  if (mkdtemp(tmpl) == nullptr) {
+    perror("mkdtemp");
+    return 2;
+  }
+  const std::string dir = tmpl;
   const std::vector<Exchange> exchanges = NeededExchanges();
 
   // Each run measures everything; with several, every figure is the median
@@ -1008,7 +1018,10 @@ int RunCoordinator() {
     const std::string run_dir = absl::StrCat(dir, "/run", run);
     mkdir(run_dir.c_str(), 0700);
     const int rc = MeasureOnce(run_dir, exchanges, server_bin, quick, &ceiling, &rows);
-    if (rc != 0) return rc;
+    if (rc != 0) {
+      fprintf(stderr, "run files kept in %s\n", dir.c_str());
+      return rc;
+    }
     if (runs > 1) fprintf(stderr, "run %d of %d done\n", run + 1, runs);
     all_rows.push_back(std::move(rows));
     all_ceilings.push_back(std::move(ceiling));
@@ -1016,6 +1029,12 @@ int RunCoordinator() {
   const std::map<Exchange, CeilingResult> ceiling = MedianCeiling(all_ceilings);
   const std::vector<Row> rows = MedianRows(all_rows);
   PrintAndWrite(ceiling, rows, runs);
+  if (absl::GetFlag(FLAGS_keep_run_files)) {
+    fprintf(stderr, "run files kept in %s\n", dir.c_str());
+  } else {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
   return 0;
 }
 
