@@ -63,8 +63,13 @@ struct LaunchRun {
 };
 
 LaunchRun RunLaunch(const std::string& args) {
-  const std::string cmd = absl::StrCat(Runfile("deploy/launcher/ps_launch"),
-                                       " --progress=plain ", args, " 2>&1");
+  // ps_launch keeps its temporary directory after a failure (by contract):
+  // inside the test's own temp dir, so failure cases leave nothing in /tmp.
+  const char* test_tmp = getenv("TEST_TMPDIR");
+  const std::string cmd = absl::StrCat(
+      test_tmp != nullptr ? absl::StrCat("TMPDIR=", test_tmp, " ") : "",
+      Runfile("deploy/launcher/ps_launch"), " --progress=plain ", args,
+      " 2>&1");
   LaunchRun run;
   FILE* p = popen(cmd.c_str(), "r");
   EXPECT_NE(p, nullptr);
