@@ -1,5 +1,6 @@
 #include "client/completion_poller.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace ps {
@@ -13,7 +14,7 @@ CompletionPoller::~CompletionPoller() {
     shutting_down_ = true;
     handoff_ = true;
     if (alarm_ != nullptr) alarm_->Cancel();  // a pending kick arrives now
-    cv_.SignalAll();
+    background_cv_.Signal();
   }
   queue_.Shutdown();
   background_.join();  // it drains the queue
@@ -49,10 +50,28 @@ void CompletionPoller::NotifyWaiters() {
   // Under the lock, so a caller between its done() check and its wait
   // cannot miss this (an uncontended lock per event costs ~20 ns).
   absl::MutexLock lock(&mu_);
-  if (waiters_ > 0) cv_.SignalAll();
+  for (Waiter* waiter : waiters_) {
+    if (waiter->done()) waiter->cv.Signal();
+  }
+}
+
+void CompletionPoller::WakeAfterReleaseLocked() {
+  bool token_offered = false;
+  for (Waiter* waiter : waiters_) {
+    if (waiter->done()) {
+      waiter->cv.Signal();
+    } else if (!token_offered) {
+      waiter->cv.Signal();
+      token_offered = true;
+    }
+  }
+  // While the poller runs, the background thread looks again every
+  // kIdleGrace on its own; when shutting down it waits for this release.
+  if (shutting_down_) background_cv_.Signal();
 }
 
 void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
+  Waiter self{done, {}};
   mu_.Lock();
   bool drained = false;  // the queue is shut down: only wait
   while (!done()) {
@@ -65,7 +84,7 @@ void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
       mu_.Lock();
       holder_ = Holder::kNone;
       released_at_ = absl::Now();
-      if (waiters_ > 0) cv_.SignalAll();  // one of them takes the token
+      WakeAfterReleaseLocked();
       continue;
     }
     if (holder_ == Holder::kBackground && !handoff_.load() && !shutting_down_) {
@@ -76,12 +95,12 @@ void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
         alarm_->Set(&queue_, std::chrono::system_clock::now(), &kick_tag_);
       }
     }
-    // Woken when the token is released or an event was handled; the
+    // Woken when its result is in or the token is offered to it; the
     // timeout only bounds a wake-up that cannot be signalled (a result
     // completed by a thread that is not polling).
-    ++waiters_;
-    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(1));
-    --waiters_;
+    waiters_.push_back(&self);
+    self.cv.WaitWithTimeout(&mu_, absl::Milliseconds(1));
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &self));
   }
   mu_.Unlock();
 }
@@ -96,11 +115,11 @@ void CompletionPoller::BackgroundLoop() {
       const bool free_long_enough =
           holder_ == Holder::kNone && absl::Now() - released_at_ >= kIdleGrace;
       if (!free_long_enough) {
-        cv_.WaitWithTimeout(&mu_, kIdleGrace);
+        background_cv_.WaitWithTimeout(&mu_, kIdleGrace);
         continue;
       }
     } else if (holder_ != Holder::kNone) {
-      cv_.Wait(&mu_);  // shutting down: a caller still polls
+      background_cv_.Wait(&mu_);  // shutting down: a caller still polls
       continue;
     }
     holder_ = Holder::kBackground;
@@ -113,7 +132,7 @@ void CompletionPoller::BackgroundLoop() {
     holder_ = Holder::kNone;
     released_at_ = absl::Now();
     handoff_ = false;
-    cv_.SignalAll();  // the caller that asked for the token
+    WakeAfterReleaseLocked();  // the caller that asked for the token
     if (!open) break;
   }
   mu_.Unlock();

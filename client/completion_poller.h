@@ -9,7 +9,12 @@
 // tests/bench/TRANSPORT_RESULTS.md, round 5 and 6.)
 //
 // Only one thread polls at a time (the "token"): with gRPC's epoll1 poller
-// every extra thread waiting on a queue adds a hand-off per event. A
+// every extra thread waiting on a queue adds a hand-off per event. Callers
+// that do not hold the token sleep, each on its own condition variable:
+// after every event the polling thread evaluates their done() and wakes only
+// those whose results are in, and a thread that gives the token up wakes one
+// caller still waiting to take it over (so N waiting threads cost one
+// wake-up per result, not N per event). A
 // background thread takes the token when no caller has held it for
 // kIdleGrace, so callbacks (Future::Then) run and writes progress without
 // anybody waiting. A caller that finds the background thread polling kicks
@@ -24,6 +29,7 @@
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
@@ -53,14 +59,20 @@ class CompletionPoller {
   grpc::CompletionQueue* queue() { return &queue_; }
 
   // Returns once `done()` is true, polling the queue meanwhile when no other
-  // thread does. `done` must be cheap and must not block; it may be called
-  // with the poller's lock held, so it must not take a lock that is held
-  // while calling into the poller. Must not be called from a completion
-  // handler.
+  // thread does. `done` must be cheap and must not block; it is also called
+  // by other threads (the one polling), with the poller's lock held, so it
+  // must not take a lock that is held while calling into the poller. Must
+  // not be called from a completion handler.
   void WaitUntil(absl::FunctionRef<bool()> done);
 
  private:
   enum class Holder { kNone, kBackground, kCaller };
+
+  // A caller in WaitUntil that does not hold the token; lives on its stack.
+  struct Waiter {
+    absl::FunctionRef<bool()> done;
+    absl::CondVar cv;  // its result is in, or the token is free
+  };
 
   // The alarm's tag: kicks the background thread out of the queue.
   struct KickTag final : CompletionTag {
@@ -74,14 +86,17 @@ class CompletionPoller {
   // and drained.
   bool Poll(absl::FunctionRef<bool()> keep_going, absl::Duration slice);
   void BackgroundLoop();
-  // Wakes the callers waiting for the token or for their results.
+  // After an event: wakes the waiters whose results are in.
   void NotifyWaiters();
+  // After the token was released: wakes the waiters whose results are in
+  // and one other waiter (it takes the token over).
+  void WakeAfterReleaseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   grpc::CompletionQueue queue_;
   KickTag kick_tag_{this};
 
   absl::Mutex mu_;
-  absl::CondVar cv_;  // the token was released, or an event was handled
+  absl::CondVar background_cv_;  // the background thread's wake-ups
   Holder holder_ ABSL_GUARDED_BY(mu_) = Holder::kNone;
   absl::Time released_at_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
@@ -89,7 +104,7 @@ class CompletionPoller {
   // The kick in flight (a fresh alarm per kick).
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
   // Callers in WaitUntil that do not hold the token.
-  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);
   // A caller wants the token from the background thread.
   std::atomic<bool> handoff_{false};
 

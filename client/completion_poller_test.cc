@@ -78,6 +78,50 @@ TEST(CompletionPollerTest, ManyWaitingThreadsAllReturn) {
   for (const auto& tag : tags) EXPECT_TRUE(tag->ran.load());
 }
 
+TEST(CompletionPollerTest, WaiterIsNotWokenByOtherThreadsEvents) {
+  CompletionPoller poller;
+  // 2,000 events, due one every 50 us from 100 ms on, for a thread that
+  // polls meanwhile.
+  constexpr int kEvents = 2000;
+  std::vector<std::unique_ptr<RecordingTag>> tags;
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+  for (int i = 0; i < kEvents; ++i) {
+    tags.push_back(std::make_unique<RecordingTag>());
+    alarms.push_back(std::make_unique<grpc::Alarm>());
+    alarms.back()->Set(poller.queue(),
+                       In(absl::Milliseconds(100) + i * absl::Microseconds(50)),
+                       tags.back().get());
+  }
+  std::thread polling([&] {
+    poller.WaitUntil([&] {
+      for (const auto& tag : tags) {
+        if (!tag->ran.load()) return false;
+      }
+      return true;
+    });
+  });
+  absl::SleepFor(absl::Milliseconds(20));  // it holds the token now
+  // Another caller waits for its own result, due after those events.
+  RecordingTag late;
+  grpc::Alarm late_alarm;
+  late_alarm.Set(poller.queue(), In(absl::Milliseconds(300)), &late);
+  int own_thread_checks = 0;
+  const absl::Time start = absl::Now();
+  poller.WaitUntil([&, self = std::this_thread::get_id()] {
+    if (std::this_thread::get_id() == self) ++own_thread_checks;
+    return late.ran.load();
+  });
+  const absl::Duration waited = absl::Now() - start;
+  polling.join();
+  EXPECT_TRUE(late.ran.load());
+  // The waiter looks at its result at most once per millisecond (its wait
+  // timeout; its polling slice once it gets the token), plus once when
+  // offered the token and once when woken for its result: never for each
+  // of the other thread's events.
+  EXPECT_LE(own_thread_checks, absl::ToInt64Milliseconds(waited) + 50)
+      << "waited " << waited;
+}
+
 TEST(CompletionPollerTest, ResultCompletedElsewhereIsNoticedWithoutAnEvent) {
   CompletionPoller poller;
   std::atomic<bool> done{false};
