@@ -31,6 +31,27 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMicroseconds(d);
 }
 
+// `n` alarms on the poller's queue, alarm i due at first + i * step.
+struct AlarmEvents {
+  AlarmEvents(CompletionPoller* poller, int n, absl::Duration first,
+              absl::Duration step) {
+    for (int i = 0; i < n; ++i) {
+      tags.push_back(std::make_unique<RecordingTag>());
+      alarms.push_back(std::make_unique<grpc::Alarm>());
+      alarms.back()->Set(poller->queue(), In(first + i * step),
+                         tags.back().get());
+    }
+  }
+  bool AllRan() const {
+    for (const auto& tag : tags) {
+      if (!tag->ran.load()) return false;
+    }
+    return true;
+  }
+  std::vector<std::unique_ptr<RecordingTag>> tags;
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+};
+
 TEST(CompletionPollerTest, WaitingCallerHandlesTheEventOnItsOwnThread) {
   CompletionPoller poller;
   absl::SleepFor(absl::Milliseconds(20));  // the background thread polls
@@ -61,45 +82,26 @@ TEST(CompletionPollerTest, BackgroundThreadHandlesEventsNobodyWaitsFor) {
 TEST(CompletionPollerTest, ManyWaitingThreadsAllReturn) {
   CompletionPoller poller;
   constexpr int kThreads = 8;
-  std::vector<std::unique_ptr<RecordingTag>> tags;
-  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
-  for (int i = 0; i < kThreads; ++i) {
-    tags.push_back(std::make_unique<RecordingTag>());
-    alarms.push_back(std::make_unique<grpc::Alarm>());
-    alarms.back()->Set(poller.queue(), In(absl::Milliseconds(5 + 7 * i)),
-                       tags.back().get());
-  }
+  AlarmEvents events(&poller, kThreads, absl::Milliseconds(5),
+                     absl::Milliseconds(7));
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back(
-        [&, i] { poller.WaitUntil([&] { return tags[i]->ran.load(); }); });
+    threads.emplace_back([&, i] {
+      poller.WaitUntil([&] { return events.tags[i]->ran.load(); });
+    });
   }
   for (std::thread& t : threads) t.join();
-  for (const auto& tag : tags) EXPECT_TRUE(tag->ran.load());
+  EXPECT_TRUE(events.AllRan());
 }
 
 TEST(CompletionPollerTest, WaiterIsNotWokenByOtherThreadsEvents) {
   CompletionPoller poller;
   // 2,000 events, due one every 50 us from 100 ms on, for a thread that
   // polls meanwhile.
-  constexpr int kEvents = 2000;
-  std::vector<std::unique_ptr<RecordingTag>> tags;
-  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
-  for (int i = 0; i < kEvents; ++i) {
-    tags.push_back(std::make_unique<RecordingTag>());
-    alarms.push_back(std::make_unique<grpc::Alarm>());
-    alarms.back()->Set(poller.queue(),
-                       In(absl::Milliseconds(100) + i * absl::Microseconds(50)),
-                       tags.back().get());
-  }
-  std::thread polling([&] {
-    poller.WaitUntil([&] {
-      for (const auto& tag : tags) {
-        if (!tag->ran.load()) return false;
-      }
-      return true;
-    });
-  });
+  AlarmEvents events(&poller, 2000, absl::Milliseconds(100),
+                     absl::Microseconds(50));
+  std::thread polling(
+      [&] { poller.WaitUntil([&] { return events.AllRan(); }); });
   absl::SleepFor(absl::Milliseconds(20));  // it holds the token now
   // Another caller waits for its own result, due after those events.
   RecordingTag late;
