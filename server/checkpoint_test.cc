@@ -315,6 +315,36 @@ TEST_F(CheckpointTest, RoundTripIsExactAndTrainingContinuesIdentically) {
       b->FindTableForTesting(3)->duplicates_for_testing(), 1u);
 }
 
+// Workers that clock far ahead of a restored shard (it lost those steps) move
+// its sync tables there at once: the open step is applied, the empty steps
+// after it are skipped, not walked one by one.
+TEST_F(CheckpointTest, WorkersFarAheadOfARestoredShardSkipEmptyStepsAtOnce) {
+  std::unique_ptr<Shard> a = NewShard();
+  int64_t clock = 0;
+  Train(a.get(), 2, &clock);
+  absl::StatusOr<ShardState> saved = a->Snapshot(absl::ZeroDuration());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::unique_ptr<Shard> b = NewShard();
+  ASSERT_TRUE(b->Restore(*saved).ok());
+
+  std::vector<uint64_t> versions;
+  for (const TableConfig& t : config_.tables) {
+    if (t.consistency != Consistency::kSync) continue;
+    versions.push_back(
+        Execute(b.get(), Request(t, proto::PUSH, 0, clock, 1.0f)).version());
+  }
+  constexpr int64_t kFar = int64_t{1} << 50;
+  ClockAll(b.get(), kFar);
+  size_t i = 0;
+  for (const TableConfig& t : config_.tables) {
+    if (t.consistency != Consistency::kSync) continue;
+    SCOPED_TRACE(t.name);
+    const ShardTable* table = b->FindTableForTesting(t.table_id);
+    EXPECT_EQ(table->steps(), kFar);
+    EXPECT_EQ(table->version(), versions[i++] + 1);  // the open step, once
+  }
+}
+
 TEST_F(CheckpointTest, SyncSnapshotWaitsForTheStepBoundaryOrLeavesTheStepOut) {
   std::unique_ptr<Shard> a = NewShard();
   int64_t clock = 0;

@@ -207,6 +207,11 @@ absl::StatusOr<bool> Shard::Heartbeat(int64_t worker_id) {
 
 void Shard::Clock(int64_t worker_id, int64_t clock,
                   std::function<void(absl::StatusOr<int64_t>)> done) {
+  if (clock < 0) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("clock ", clock, " is negative")));
+    return;
+  }
   if (registry_.CatchUp(worker_id, clock - 1)) {
     spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
                  "caught up (steps this shard lost are skipped)",

@@ -1,6 +1,7 @@
 // Consistency waits, eviction and rejoin through the Shard (no gRPC).
 #include "server/shard.h"
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -119,6 +120,17 @@ TEST_F(ShardTest, EvictionReleasesAWaitingSyncPull) {
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(*shard_->RegisterWorker(1), 1);
   EXPECT_EQ(Do(Req(proto::PUSH, 0, 1, 1, {1, 1})).status_code(), 0);
+}
+
+TEST_F(ShardTest, NegativeClockIsRejectedAndChangesNothing) {
+  for (int64_t clock : {int64_t{-1}, std::numeric_limits<int64_t>::min()}) {
+    EXPECT_EQ(Clock(0, clock).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << clock;
+  }
+  absl::StatusOr<int64_t> first = Clock(0, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, 1);
 }
 
 TEST_F(ShardTest, SspPullWaitsOnlyBeyondTheStalenessBound) {
