@@ -39,20 +39,36 @@ bool CompletionPoller::Poll(absl::FunctionRef<bool()> keep_going,
         break;
       case grpc::CompletionQueue::GOT_EVENT:
         static_cast<CompletionTag*>(tag)->OnComplete(ok);
-        NotifyWaiters();
+        {
+          // Under the lock, so a caller between its done() check and its
+          // wait cannot miss this (an uncontended lock per event ~20 ns).
+          absl::MutexLock lock(&mu_);
+          WakeDoneWaitersLocked();
+        }
         break;
     }
   }
   return true;
 }
 
-void CompletionPoller::NotifyWaiters() {
-  // Under the lock, so a caller between its done() check and its wait
-  // cannot miss this (an uncontended lock per event costs ~20 ns).
-  absl::MutexLock lock(&mu_);
+void CompletionPoller::WakeDoneWaitersLocked() {
   for (Waiter* waiter : waiters_) {
     if (waiter->done()) waiter->cv.Signal();
   }
+}
+
+void CompletionPoller::KickLocked() {
+  if (alarm_pending_ || shutting_down_) return;
+  alarm_pending_ = true;
+  alarm_ = std::make_unique<grpc::Alarm>();  // the previous one has fired
+  alarm_->Set(&queue_, std::chrono::system_clock::now(), &kick_tag_);
+}
+
+void CompletionPoller::Notify() {
+  absl::MutexLock lock(&mu_);
+  WakeDoneWaitersLocked();
+  // A caller polling the queue looks at its done() after the kick's event.
+  if (holder_ == Holder::kCaller) KickLocked();
 }
 
 void CompletionPoller::WakeAfterReleaseLocked() {
@@ -78,9 +94,8 @@ void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
     if (holder_ == Holder::kNone && !drained) {
       holder_ = Holder::kCaller;
       mu_.Unlock();
-      // Short slices: a result completed by another thread (a connection
-      // failing its requests) is noticed without an event here.
-      drained = !Poll([&] { return !done(); }, absl::Milliseconds(1));
+      // A result completed outside the queue comes with a kick (Notify).
+      drained = !Poll([&] { return !done(); }, kRecheck);
       mu_.Lock();
       holder_ = Holder::kNone;
       released_at_ = absl::Now();
@@ -89,17 +104,11 @@ void CompletionPoller::WaitUntil(absl::FunctionRef<bool()> done) {
     }
     if (holder_ == Holder::kBackground && !handoff_.load() && !shutting_down_) {
       handoff_ = true;
-      if (!alarm_pending_) {
-        alarm_pending_ = true;
-        alarm_ = std::make_unique<grpc::Alarm>();
-        alarm_->Set(&queue_, std::chrono::system_clock::now(), &kick_tag_);
-      }
+      KickLocked();
     }
-    // Woken when its result is in or the token is offered to it; the
-    // timeout only bounds a wake-up that cannot be signalled (a result
-    // completed by a thread that is not polling).
+    // Woken when its result is in or the token is offered to it.
     waiters_.push_back(&self);
-    self.cv.WaitWithTimeout(&mu_, absl::Milliseconds(1));
+    self.cv.WaitWithTimeout(&mu_, kRecheck);
     waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &self));
   }
   mu_.Unlock();

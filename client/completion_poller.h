@@ -18,7 +18,10 @@
 // background thread takes the token when no caller has held it for
 // kIdleGrace, so callbacks (Future::Then) run and writes progress without
 // anybody waiting. A caller that finds the background thread polling kicks
-// it out with a grpc::Alarm and takes over.
+// it out with a grpc::Alarm and takes over. A result completed outside the
+// queue's events (a connection failing its requests from another thread) is
+// announced with Notify(); without it a sleeping caller would look at its
+// result only every kRecheck.
 //
 // Every tag on queue() must be a CompletionTag (common/completion_tag.h);
 // its OnComplete runs on whichever thread polls: a caller inside WaitUntil
@@ -46,6 +49,9 @@ class CompletionPoller {
   // How long the token must have been free before the background thread
   // polls: longer than the gap between a caller's consecutive requests.
   static constexpr absl::Duration kIdleGrace = absl::Milliseconds(2);
+  // How often a caller in WaitUntil looks at its result without being told
+  // to: only a safety net, every way a result completes wakes its waiter.
+  static constexpr absl::Duration kRecheck = absl::Milliseconds(100);
 
   CompletionPoller();
   // Shuts the queue down, drains it and joins the background thread.
@@ -65,6 +71,12 @@ class CompletionPoller {
   // not be called from a completion handler.
   void WaitUntil(absl::FunctionRef<bool()> done);
 
+  // Tells the callers in WaitUntil that a result was completed outside the
+  // queue's events (e.g. a connection failing its requests from another
+  // thread): those whose done() is now true return. Results completed by a
+  // handler on queue() need no call.
+  void Notify();
+
  private:
   enum class Holder { kNone, kBackground, kCaller };
 
@@ -74,7 +86,8 @@ class CompletionPoller {
     absl::CondVar cv;  // its result is in, or the token is free
   };
 
-  // The alarm's tag: kicks the background thread out of the queue.
+  // The alarm's tag: makes the thread polling the queue (the background
+  // thread giving the token up, or a caller to look at its result) return.
   struct KickTag final : CompletionTag {
     explicit KickTag(CompletionPoller* poller) : poller(poller) {}
     void OnComplete(bool ok) override;
@@ -86,8 +99,10 @@ class CompletionPoller {
   // and drained.
   bool Poll(absl::FunctionRef<bool()> keep_going, absl::Duration slice);
   void BackgroundLoop();
-  // After an event: wakes the waiters whose results are in.
-  void NotifyWaiters();
+  // Wakes the waiters whose results are in.
+  void WakeDoneWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes the polling thread return from the queue once (an alarm due now).
+  void KickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the token was released: wakes the waiters whose results are in
   // and one other waiter (it takes the token over).
   void WakeAfterReleaseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -137,6 +137,32 @@ TEST(CompletionPollerTest, ResultCompletedElsewhereIsNoticedWithoutAnEvent) {
   completer.join();
 }
 
+TEST(CompletionPollerTest, NotifyWakesCallersWhoseResultsCompletedElsewhere) {
+  CompletionPoller poller;
+  std::atomic<bool> polling_done{false}, waiting_done{false};
+  absl::Time polling_back, waiting_back;
+  std::thread polling([&] {
+    poller.WaitUntil([&] { return polling_done.load(); });
+    polling_back = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(20));  // it holds the token now
+  std::thread waiting([&] {
+    poller.WaitUntil([&] { return waiting_done.load(); });
+    waiting_back = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(20));  // it waits
+  // Completed by this thread, not through the queue.
+  polling_done.store(true);
+  waiting_done.store(true);
+  const absl::Time notified = absl::Now();
+  poller.Notify();
+  polling.join();
+  waiting.join();
+  // Well before kRecheck, the only other way they would notice.
+  EXPECT_LT(polling_back - notified, CompletionPoller::kRecheck / 2);
+  EXPECT_LT(waiting_back - notified, CompletionPoller::kRecheck / 2);
+}
+
 TEST(CompletionPollerTest, DestroyedWithAnAlarmPendingDrainsIt) {
   RecordingTag tag;
   auto alarm = std::make_unique<grpc::Alarm>();

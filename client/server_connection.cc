@@ -217,6 +217,8 @@ ServerConnection::~ServerConnection() {
   FailAll(std::move(to_fail),
           absl::CancelledError(absl::StrCat("connection to server ",
                                             options_.address, " closed")));
+  // Not an event on the queue: callers waiting for these results are told.
+  poller_->Notify();
   stream_.reset();
 }
 
@@ -269,6 +271,7 @@ void ServerConnection::SendWithPayload(proto::DataRequest request,
     entry->done(absl::CancelledError(absl::StrCat(
                     "connection to server ", options_.address, " closed")),
                 nullptr);
+    poller_->Notify();  // e.g. a Clock() waiting for this push's count
     return;
   }
   // `stream` stays alive: a write in flight keeps it from finishing.
