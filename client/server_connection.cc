@@ -217,8 +217,6 @@ ServerConnection::~ServerConnection() {
   FailAll(std::move(to_fail),
           absl::CancelledError(absl::StrCat("connection to server ",
                                             options_.address, " closed")));
-  // Not an event on the queue: callers waiting for these results are told.
-  poller_->Notify();
   stream_.reset();
 }
 
@@ -268,10 +266,9 @@ void ServerConnection::SendWithPayload(proto::DataRequest request,
     }
   }
   if (entry != nullptr) {
-    entry->done(absl::CancelledError(absl::StrCat(
-                    "connection to server ", options_.address, " closed")),
-                nullptr);
-    poller_->Notify();  // e.g. a Clock() waiting for this push's count
+    FailAll({{id, std::move(entry)}},
+            absl::CancelledError(absl::StrCat(
+                "connection to server ", options_.address, " closed")));
     return;
   }
   // `stream` stays alive: a write in flight keeps it from finishing.
@@ -502,7 +499,9 @@ void ServerConnection::OnStreamDone(Stream* stream,
 void ServerConnection::FailAll(
     std::map<uint64_t, std::shared_ptr<Pending>> entries,
     const absl::Status& status) {
+  if (entries.empty()) return;
   for (auto& [id, entry] : entries) entry->done(status, nullptr);
+  poller_->Notify();
 }
 
 }  // namespace ps

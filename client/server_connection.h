@@ -155,9 +155,10 @@ class ServerConnection {
   void OnResponse(Stream* stream, const grpc::ByteBuffer& wire);
   void OnStreamDone(Stream* stream, const grpc::Status& status);
 
-  // Fails `entries` with `status` (outside the lock).
-  static void FailAll(std::map<uint64_t, std::shared_ptr<Pending>> entries,
-                      const absl::Status& status);
+  // Fails `entries` with `status` (outside the lock) and tells the poller:
+  // this may run on a thread that is not polling (Notify).
+  void FailAll(std::map<uint64_t, std::shared_ptr<Pending>> entries,
+               const absl::Status& status);
 
   // Constant after construction.
   const Options options_;
