@@ -133,6 +133,14 @@ void EmitNode(const YAML::Node& node, YAML::Emitter& out) {
   }
 }
 
+// `word` as one shell word: unchanged when it has only characters a shell
+// leaves alone, else single-quoted.
+std::string ShellWord(const std::string& word) {
+  static const std::regex kPlain("[A-Za-z0-9_./:@=+,-]+");
+  if (std::regex_match(word, kPlain)) return word;
+  return absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+}
+
 std::vector<std::string> ServerAddresses(const RenderOptions& o) {
   std::vector<std::string> servers;
   for (int i = 0; i < o.num_servers; ++i) {
@@ -275,11 +283,12 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
 }  // namespace
 
 std::string RenderCommandLine(const RenderOptions& o) {
-  return absl::StrCat("ps_ctl render-k8s --config=", o.config_path,
-                      " --num_servers=", o.num_servers,
-                      " --num_workers=", o.num_workers, " --device=", o.device,
-                      " --image=", o.image, " --namespace=", o.name_space,
-                      " --out=", o.out_dir);
+  return absl::StrCat(
+      "ps_ctl render-k8s --config=", ShellWord(o.config_path),
+      " --num_servers=", o.num_servers, " --num_workers=", o.num_workers,
+      " --device=", ShellWord(o.device), " --image=", ShellWord(o.image),
+      " --namespace=", ShellWord(o.name_space),
+      " --out=", ShellWord(o.out_dir));
 }
 
 namespace {

@@ -152,6 +152,16 @@ TEST_F(RenderK8sTest, CudaAddsTheGpuComponentAndADigestPinsTheImage) {
   EXPECT_EQ(config->training.device, DeviceKind::kCuda);
 }
 
+TEST_F(RenderK8sTest, TheRecordedCommandQuotesWhatAShellWouldSplit) {
+  options_.config_path = "my k8s/base/cluster.yaml";
+  options_.out_dir = "it's";
+  EXPECT_EQ(RenderCommandLine(options_),
+            "ps_ctl render-k8s --config='my k8s/base/cluster.yaml' "
+            "--num_servers=3 --num_workers=5 --device=cpu "
+            "--image=registry.example.com:5000/team/ps:1.2-cpu "
+            "--namespace=train --out='it'\\''s'");
+}
+
 TEST_F(RenderK8sTest, BadOptionsAreRefusedWithTheReason) {
   auto error = [&](RenderOptions o) {
     absl::Status status = RenderOverlay(o).status();
