@@ -12,7 +12,6 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 HOOK = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy", "docker",

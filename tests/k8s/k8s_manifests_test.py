@@ -25,8 +25,6 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape, quoteattr
 
-import yaml
-
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
