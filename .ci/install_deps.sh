@@ -13,6 +13,7 @@ PACKAGES=(
   prometheus-cpp-dev prometheus
   dataset-fashion-mnist
   libxxhash-dev openssl iperf3 gnuplot-nox yamllint
+  curl jq python3-pytest
 )
 
 missing=()
