@@ -423,8 +423,10 @@ void Shard::ProcessData(
       // The lost steps are applied (empty) on the executor; waits wake then.
       executor_->Schedule([this] { AdvanceSteps(); });
     }
+    // Where only workers may push, an evicted worker must register again
+    // (its pushes would otherwise land in steps it is no longer part of).
     if (!live && IsPushOp(request->op) &&
-        config.consistency != Consistency::kAsync) {
+        table->policy().traits().workers_only_push) {
       done(ErrorResponse(
           *request, absl::FailedPreconditionError(absl::StrCat(
                         "worker ", worker,
@@ -436,15 +438,7 @@ void Shard::ProcessData(
     }
   }
 
-  WaitList::Ready ready;
-  const int64_t clock = request->clock;
-  if (config.consistency == Consistency::kSync) {
-    ready = [table, clock] { return table->steps() >= clock; };
-  } else if (config.consistency == Consistency::kSsp &&
-             request->op != proto::PUSH) {
-    const int64_t needed = clock - static_cast<int64_t>(config.staleness);
-    ready = [this, needed] { return registry_.FloorClock() >= needed; };
-  }
+  WaitList::Ready ready = table->policy().ReadyCondition(*request, registry_);
   if (ready) {
     DataDone done_copy = done;
     auto resume = [this, table, request, done_copy](absl::Status s) {
