@@ -13,6 +13,7 @@ PACKAGES=(
   prometheus-cpp-dev prometheus
   dataset-fashion-mnist
   libxxhash-dev openssl iperf3 gnuplot-nox yamllint
+  iproute2 nftables python3-pytest  # tests/netns: namespaces, tc, partitions, pytest
 )
 
 missing=()
