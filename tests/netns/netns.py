@@ -483,7 +483,7 @@ def _on_signal(signum, frame):
 def serve(hosts):
     """Builds the network, answers commands on stdin, removes everything when stdin closes.
 
-    Output: "subnet S", "switch NETNS", then "host NAME NETNS IP" per host, "netem 1" or "netem 0 REASON",
+    Output: "subnet S", "switch NETNS", "ip PATH_OF_IP", then "host NAME NETNS IP" per host, "netem 1" or "netem 0 REASON",
     and "ready RUN_ID"; or one line "unavailable REASON" / "error MESSAGE" and exit code 3 / 1.
     Each command gets "ok", "unavailable REASON" (a missing feature) or "error MESSAGE".
     """
@@ -501,6 +501,7 @@ def serve(hosts):
     try:
         _reply(f"subnet {SUBNET}")
         _reply(f"switch {topo.ns(SWITCH)}")
+        _reply(f"ip {topo.ip}")
         for h in topo.hosts:
             _reply(f"host {h} {topo.ns(h)} {topo.addr[h]}")
         _reply("netem 1" if topo.netem_missing is None else f"netem 0 {topo.netem_missing}")
@@ -542,6 +543,7 @@ class Network:
         self.hosts = {}
         self.subnet = None
         self.switch_netns = None
+        self.ip_binary = None
         self.netem_missing = None
         self.run_id = None
         try:
@@ -552,6 +554,8 @@ class Network:
                     self.subnet = rest
                 elif kind == "switch":
                     self.switch_netns = rest
+                elif kind == "ip":
+                    self.ip_binary = rest
                 elif kind == "host":
                     name, ns, addr = rest.split()
                     self.hosts[name] = (ns, addr)
@@ -591,7 +595,7 @@ class Network:
 
     def exec_argv(self, host, argv):
         """`argv` run inside `host`'s namespace."""
-        return [_ip(), "netns", "exec", self.netns(host)] + list(argv)
+        return [self.ip_binary, "netns", "exec", self.netns(host)] + list(argv)
 
     def popen(self, host, argv, **kwargs):
         return subprocess.Popen(self.exec_argv(host, argv), **kwargs)
