@@ -1,4 +1,5 @@
-// Test harness: a real cluster of ps_server processes on 127.0.0.1.
+// Test harness: a real cluster of ps_server processes on 127.0.0.1 (or each
+// in a test network namespace: ClusterSpec::placements, tests/netns).
 //
 // Each server is a separate process started from the ps_server binary with
 // `--listen 127.0.0.1:0 --port_file F`, so the OS picks every port; the

@@ -221,6 +221,13 @@ TEST_F(NetnsClusterTest, PushesAndPullsCrossTheLinkAndTheRootCannotReach) {
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), -1);
   EXPECT_EQ(errno, EINVAL);
   close(fd);
+
+  // Gone after: the servers and clients stopped, the network removed.
+  const int run_id = net_->run_id();
+  far.reset();
+  cluster_.reset();
+  net_.reset();
+  EXPECT_EQ(Leftovers(run_id), "");
 }
 
 // Which fault cuts b off from the server, and how it is undone.

@@ -284,8 +284,12 @@ def test_close_removes_everything_and_kills_processes_left_inside(network):
     sleeper = net.popen("b", ["sleep", "1000"])
     run_id = net.run_id
     assert len(run_leftovers(run_id)) == 5  # namespaces a, b and switch, route, lock
+    inodes = [netns._netns_inode(n) for n in (net.netns("a"), net.netns("b"), net.switch_netns)]
+    assert len(netns._pids_in(inodes)) == 1  # the sleeper
     net.close()
     assert run_leftovers(run_id) == []
+    # No process holds any of the namespaces: the kernel frees them and the veths in them.
+    assert netns._pids_in(inodes) == []
     assert sleeper.wait(timeout=5) == -signal.SIGKILL
     assert root_links() == before
 
