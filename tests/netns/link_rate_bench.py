@@ -2,7 +2,8 @@
 """What a shaped test link achieves: iperf3 TCP goodput between two test hosts.
 
 For each link (rate x round-trip time) it runs iperf3 from host "b" to host
-"a" --runs times and reports the median, as a fraction of the link's rate and
+"a" --runs times (its first 0.5 s, TCP's slow start, not counted) and
+reports the median, as a fraction of the link's rate and
 of the ceiling: the same path unshaped, measured in the same run (interleaved
 with the shaped runs). Round trips above 0 need netem and are left out (with
 the reason) on kernels without it. Prints a table, then one JSON line.
@@ -35,7 +36,7 @@ def iperf3(net, seconds, streams):
         while "Server listening" not in srv.stdout.readline():
             pass
         run = net.run("b", ["iperf3", "-c", net.addr("a"), "-t", str(seconds),
-                            "-P", str(streams), "-J"], capture_output=True, text=True,
+                            "-P", str(streams), "-O", "0.5", "-J"], capture_output=True, text=True,
                       timeout=seconds + 30)
         if run.returncode != 0:
             raise RuntimeError(f"iperf3 failed: {run.stdout[-500:]} {run.stderr}")

@@ -90,16 +90,9 @@ def _netns_list():
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def _netns_inode(name):
-    try:
-        return os.stat(f"/run/netns/{name}").st_ino
-    except OSError:
-        return None
-
-
 def _pids_in(inodes):
     """Processes whose network namespace is one of `inodes` (what `ip netns pids` does)."""
-    wanted = {f"net:[{inode}]" for inode in inodes if inode is not None}
+    wanted = {f"net:[{inode}]" for inode in inodes}
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -135,13 +128,26 @@ def _blackhole_metrics():
 def _remove_run(run_id):
     """Removes everything of run `run_id`: processes in its namespaces, the namespaces, the route."""
     names = [n for n in _netns_list() if n.startswith(f"{NAME_PREFIX}{run_id}-")]
-    inodes = [_netns_inode(n) for n in names]
-    left = _kill_all(inodes)
+    # Held open until the end: a namespace cannot be freed meanwhile, so its
+    # inode number cannot be reused by another run's namespace we would then
+    # kill processes in.
+    fds = []
     for name in names:
-        _run([_ip(), "netns", "del", name], check=False)
-    # A process that entered a namespace while it was being deleted keeps it
-    # (and its veth) alive without a name: found by inode, killed too.
-    left = _kill_all(inodes, timeout_s=2.0) or left
+        try:
+            fds.append(os.open(f"/run/netns/{name}", os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            pass
+    inodes = [os.fstat(fd).st_ino for fd in fds]
+    try:
+        left = _kill_all(inodes)
+        for name in names:
+            _run([_ip(), "netns", "del", name], check=False)
+        # A process that entered a namespace while it was being deleted keeps
+        # it (and its veth) alive without a name: found by inode, killed too.
+        left = _kill_all(inodes, timeout_s=2.0) or left
+    finally:
+        for fd in fds:
+            os.close(fd)
     if run_id in _blackhole_metrics():
         _run([_ip(), "route", "del", "blackhole", SUBNET, "metric", str(run_id)], check=False)
     if left:
@@ -268,7 +274,27 @@ class _Topology:
             self._in(h, "addr", "add", f"{self.addr[h]}/{ipaddress.ip_network(SUBNET).prefixlen}",
                      "dev", "eth0")
             self._in(h, "link", "set", "eth0", "up")
+        self._wait_operational(self.hosts)
         self.netem_missing = self._probe_netem()
+
+    def _wait_operational(self, hosts, timeout_s=10.0):
+        """Waits until both ends of each host's link are up and its switch port forwards.
+
+        A link set up becomes operational only when the kernel's link watcher
+        runs, which it delays by up to a second after a recent change.
+        """
+        deadline = time.monotonic() + timeout_s
+        for h in hosts:
+            while True:
+                host_end = self._in(h, "-o", "link", "show", "eth0").stdout
+                port = self._in(SWITCH, "-d", "-o", "link", "show", self.port[h]).stdout
+                if ("state UP" in host_end and "state UP" in port
+                        and "bridge_slave state forwarding" in port):
+                    break
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"link of host {h} not up after {timeout_s} s: "
+                                       f"{host_end.strip()} / {port.strip()}")
+                time.sleep(0.01)
 
     def _probe_netem(self):
         if self.tc is None:
@@ -353,6 +379,8 @@ class _Topology:
 
     def link(self, host, up):
         self._in(self._host(host), "link", "set", "eth0", "up" if up else "down")
+        if up:
+            self._wait_operational([host])
 
     def _need_nft(self):
         if self.nft is None:
@@ -540,6 +568,7 @@ class Network:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             start_new_session=True)  # a signal to the test's process group must not stop it first
         self._reader = _LineReader(self._proc.stdout.fileno())
+        self.owner_pid = self._proc.pid  # the process that owns (and removes) the network
         self.hosts = {}
         self.subnet = None
         self.switch_netns = None
