@@ -2,10 +2,9 @@
 """What a shaped test link achieves: iperf3 TCP goodput between two test hosts.
 
 For each link (rate x round-trip time) it runs iperf3 from host "b" to host
-"a" --runs times (its first 0.5 s, TCP's slow start, not counted) and
-reports the median, as a fraction of the link's rate and
-of the ceiling: the same path unshaped, measured in the same run (interleaved
-with the shaped runs). Round trips above 0 need netem and are left out (with
+"a" --runs times (its first 0.5 s, TCP's slow start, not counted) and reports
+the median, as a fraction of the link's rate and of the ceiling: the same path
+unshaped, measured in the same run (interleaved with the shaped runs). Round trips above 0 need netem and are left out (with
 the reason) on kernels without it. Prints a table, then one JSON line.
 
   bazel run //tests/netns:link_rate_bench -- [--rates=1,10,25] [--rtts_us=0,50,500]
