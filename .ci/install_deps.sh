@@ -13,7 +13,8 @@ PACKAGES=(
   prometheus-cpp-dev prometheus
   dataset-fashion-mnist
   libxxhash-dev openssl iperf3 gnuplot-nox yamllint
-  iproute2 nftables python3-pytest  # tests/netns: namespaces, tc, partitions, pytest
+  curl jq python3-pytest
+  iproute2 nftables  # tests/netns: namespaces, tc, partitions
 )
 
 missing=()

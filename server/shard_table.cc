@@ -486,9 +486,9 @@ absl::Status ShardTable::Restore(const TableState& state) {
   if (state.slots.size() != slots || saved.optimizer.type != config_.optimizer.type) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", config_.name, "': the checkpoint holds optimizer '",
-        OptimizerTypeName(saved.optimizer.type), "' state (",
+        saved.optimizer.type, "' state (",
         state.slots.size(), " slots) but the table is configured with '",
-        OptimizerTypeName(config_.optimizer.type), "' (", slots,
+        config_.optimizer.type, "' (", slots,
         " slots)"));
   }
   const uint64_t n = state.values.size();
