@@ -302,8 +302,10 @@ class _Topology:
         probe = _run([self.tc, "-n", self.ns(SWITCH), "qdisc", "add", "dev", "lo", "root",
                       "netem", "delay", "1us"], check=False)
         if probe.returncode != 0:
-            return ("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so no delay or "
-                    f"jitter: tc said: {probe.stderr.strip()}")
+            why = probe.stderr.strip()
+            if "kind is unknown" in why:
+                why += " (a kernel built without CONFIG_NET_SCH_NETEM)"
+            return f"no netem qdisc here, so no delay or jitter: tc said: {why}"
         _run([self.tc, "-n", self.ns(SWITCH), "qdisc", "del", "dev", "lo", "root"], check=False)
         return None
 
