@@ -14,6 +14,7 @@ PACKAGES=(
   dataset-fashion-mnist
   libxxhash-dev openssl iperf3 gnuplot-nox yamllint
   curl jq python3-pytest
+  iproute2 nftables  # tests/netns: namespaces, tc, partitions
 )
 
 missing=()
