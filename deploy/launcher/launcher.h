@@ -21,6 +21,13 @@
 // Children run in their own process group (Ctrl-C reaches only the
 // launcher, which stops them in order) and get SIGTERM if the launcher dies
 // (PR_SET_PDEATHSIG).
+//
+// Where the pieces live: launcher.cc (the phases above, in order),
+// effective_config.h (the config with overrides and addresses),
+// child_process.h (one child), process_set.h (all children: output relay,
+// reaping, stopping), console.h (messages and the progress display),
+// protocol_line.h + report.h (the workers' lines -> progress and curve),
+// run_files.h (CSV, plot, RESULT line), launch_files.h (files on disk).
 #ifndef PS_DEPLOY_LAUNCHER_LAUNCHER_H_
 #define PS_DEPLOY_LAUNCHER_LAUNCHER_H_
 

@@ -130,89 +130,94 @@ std::string FindBinary(const std::string& workspace_path, const char* argv0) {
   return candidates.empty() ? base : candidates.front();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ps_launch [--config FILE]: runs the servers and workers of a cluster "
-      "config on this machine and reports the training result");
-  absl::ParseCommandLine(argc, argv);
-
-  ps::launcher::LaunchOptions options;
+// Reads --config (or takes the embedded default) into `options`. False
+// after printing why it cannot be read.
+bool ReadConfig(ps::launcher::LaunchOptions* options) {
   const std::string config_path = absl::GetFlag(FLAGS_config);
   if (config_path.empty()) {
-    options.config_text = ps::launcher::kDefaultConfigYaml;
-    options.config_source = ps::launcher::kDefaultConfigName;
-  } else {
-    std::ifstream in(config_path);
-    if (!in) {
-      std::fprintf(stderr, "ps_launch: cannot read --config %s\n",
-                   config_path.c_str());
-      return 2;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    options.config_text = ss.str();
-    options.config_source = config_path;
+    options->config_text = ps::launcher::kDefaultConfigYaml;
+    options->config_source = ps::launcher::kDefaultConfigName;
+    return true;
   }
-  options.overrides.servers = absl::GetFlag(FLAGS_servers);
-  options.overrides.workers = absl::GetFlag(FLAGS_workers);
-  options.overrides.consistency = absl::GetFlag(FLAGS_consistency);
-  options.overrides.staleness = absl::GetFlag(FLAGS_staleness);
-  options.overrides.epochs = absl::GetFlag(FLAGS_epochs);
-  options.overrides.sets = absl::GetFlag(FLAGS_set);
-  options.server_bin = absl::GetFlag(FLAGS_server_bin);
-  if (options.server_bin.empty()) {
-    options.server_bin = FindBinary("server/ps_server", argv[0]);
+  std::ifstream in(config_path);
+  if (!in) {
+    std::fprintf(stderr, "ps_launch: cannot read --config %s\n",
+                 config_path.c_str());
+    return false;
   }
-  options.worker_bin = absl::GetFlag(FLAGS_worker_bin);
-  if (options.worker_bin.empty()) {
-    options.worker_bin = FindBinary("worker/ps_worker", argv[0]);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  options->config_text = ss.str();
+  options->config_source = config_path;
+  return true;
+}
+
+// Fills `options` from the flags (not the config). False after printing
+// the usage error.
+bool OptionsFromFlags(const char* argv0, ps::launcher::LaunchOptions* options) {
+  options->overrides.servers = absl::GetFlag(FLAGS_servers);
+  options->overrides.workers = absl::GetFlag(FLAGS_workers);
+  options->overrides.consistency = absl::GetFlag(FLAGS_consistency);
+  options->overrides.staleness = absl::GetFlag(FLAGS_staleness);
+  options->overrides.epochs = absl::GetFlag(FLAGS_epochs);
+  options->overrides.sets = absl::GetFlag(FLAGS_set);
+  options->server_bin = absl::GetFlag(FLAGS_server_bin);
+  if (options->server_bin.empty()) {
+    options->server_bin = FindBinary("server/ps_server", argv0);
   }
-  options.extra_worker_flags = absl::GetFlag(FLAGS_worker_flags);
-  options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
-  options.keep_tmp = absl::GetFlag(FLAGS_keep_tmp);
-  options.startup_timeout_s = absl::GetFlag(FLAGS_startup_timeout_s);
-  options.kill_server = absl::GetFlag(FLAGS_kill_server);
-  options.kill_after_s = absl::GetFlag(FLAGS_kill_after_s);
-  options.restart_delay_s = absl::GetFlag(FLAGS_restart_delay_s);
-  if ((options.kill_server >= 0) != (options.kill_after_s >= 0)) {
+  options->worker_bin = absl::GetFlag(FLAGS_worker_bin);
+  if (options->worker_bin.empty()) {
+    options->worker_bin = FindBinary("worker/ps_worker", argv0);
+  }
+  options->extra_worker_flags = absl::GetFlag(FLAGS_worker_flags);
+  options->blas_threads = absl::GetFlag(FLAGS_blas_threads);
+  options->keep_tmp = absl::GetFlag(FLAGS_keep_tmp);
+  options->startup_timeout_s = absl::GetFlag(FLAGS_startup_timeout_s);
+  options->kill_server = absl::GetFlag(FLAGS_kill_server);
+  options->kill_after_s = absl::GetFlag(FLAGS_kill_after_s);
+  options->restart_delay_s = absl::GetFlag(FLAGS_restart_delay_s);
+  if ((options->kill_server >= 0) != (options->kill_after_s >= 0)) {
     std::fprintf(stderr,
                  "ps_launch: --kill_server and --kill_after_s go together "
                  "(an index >= 0 and seconds >= 0)\n");
-    return 2;
+    return false;
   }
-  std::string out_dir = absl::GetFlag(FLAGS_out_dir);
-  if (out_dir.empty()) {
+  options->out_dir = absl::GetFlag(FLAGS_out_dir);
+  if (options->out_dir.empty()) {
     // `bazel run` starts us in the runfiles tree; write where the user was.
     const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-    out_dir = wd != nullptr && *wd ? absl::StrCat(wd, "/out") : "out";
+    options->out_dir = wd != nullptr && *wd ? absl::StrCat(wd, "/out") : "out";
   }
-  options.out_dir = out_dir;
   const std::string progress = absl::GetFlag(FLAGS_progress);
   if (progress == "auto") {
-    options.progress_bar = isatty(STDOUT_FILENO) == 1;
+    options->progress_bar = isatty(STDOUT_FILENO) == 1;
   } else if (progress == "bar" || progress == "plain") {
-    options.progress_bar = progress == "bar";
+    options->progress_bar = progress == "bar";
   } else {
     std::fprintf(stderr, "ps_launch: --progress must be auto, bar or plain\n");
-    return 2;
+    return false;
   }
+  return true;
+}
 
+// SIGINT and SIGTERM write to a pipe whose read end goes to Launch().
+// Returns that read end, or -1 after printing why not.
+int InstallSignalHandlers() {
   if (pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::perror("ps_launch: pipe");
-    return 1;
+    return -1;
   }
-  options.interrupt_fd = g_interrupt_pipe[0];
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return g_interrupt_pipe[0];
+}
 
-  absl::StatusOr<ps::launcher::LaunchResult> result =
-      ps::launcher::Launch(options);
+// Prints the outcome; returns the exit status (see the top of this file).
+int Report(const absl::StatusOr<ps::launcher::LaunchResult>& result) {
   if (!result.ok()) {
     std::fprintf(stdout, "ps_launch: FAILED: %s\n",
                  result.status().ToString().c_str());
@@ -232,4 +237,19 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", result->result_line.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "ps_launch [--config FILE]: runs the servers and workers of a cluster "
+      "config on this machine and reports the training result");
+  absl::ParseCommandLine(argc, argv);
+
+  ps::launcher::LaunchOptions options;
+  if (!ReadConfig(&options) || !OptionsFromFlags(argv[0], &options)) return 2;
+  options.interrupt_fd = InstallSignalHandlers();
+  if (options.interrupt_fd < 0) return 1;
+  return Report(ps::launcher::Launch(options));
 }

@@ -1,55 +1,11 @@
 #include "deploy/launcher/report.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 
 namespace ps::launcher {
-namespace {
-
-constexpr const char* kKinds[] = {"START", "PROGRESS", "EVAL", "FINAL",
-                                  "DONE"};
-
-}  // namespace
-
-std::optional<double> ProtocolLine::Number(const std::string& key) const {
-  auto it = fields.find(key);
-  double v = 0;
-  if (it == fields.end() || !absl::SimpleAtod(it->second, &v)) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-std::optional<ProtocolLine> ParseProtocolLine(const std::string& line) {
-  std::vector<std::string> tokens =
-      absl::StrSplit(line, ' ', absl::SkipEmpty());
-  if (tokens.empty()) return std::nullopt;
-  if (std::find(std::begin(kKinds), std::end(kKinds), tokens[0]) ==
-      std::end(kKinds)) {
-    return std::nullopt;
-  }
-  ProtocolLine out;
-  out.kind = tokens[0];
-  std::string* last = nullptr;
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    const size_t eq = tokens[i].find('=');
-    if (eq == std::string::npos || eq == 0) {
-      if (last == nullptr) return std::nullopt;
-      absl::StrAppend(last, " ", tokens[i]);
-      continue;
-    }
-    last = &out.fields[tokens[i].substr(0, eq)];
-    *last = tokens[i].substr(eq + 1);
-  }
-  return out;
-}
 
 RunReport::RunReport(int num_workers) : workers_(std::max(num_workers, 1)) {}
 
@@ -177,18 +133,6 @@ std::string RunReport::GnuplotScript(const std::string& png_path,
       "plot $loss using 1:2 with lines lw 2 title \"training loss\", \\\n",
       "     $acc using 1:2 axes x1y2 with linespoints lw 2 pt 7 ps 0.6 "
       "title \"test accuracy\"\n");
-}
-
-absl::Status WriteTextFile(const std::string& path,
-                           const std::string& contents) {
-  std::ofstream out(path, std::ios::trunc);
-  out << contents;
-  out.close();
-  if (!out) {
-    return absl::InternalError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace ps::launcher

@@ -1,7 +1,6 @@
-// What the launcher makes of its workers' output: it parses the
-// machine-readable lines of ps_worker (worker/train_loop.h), keeps the
-// cluster's progress, renders the progress bar, and writes the run's CSV,
-// gnuplot script and RESULT line.
+// What the launcher makes of its workers' protocol lines (protocol_line.h):
+// the cluster's progress (the progress bar's text), the training curve, the
+// final accuracy and throughput, and the curve as CSV and gnuplot script.
 //
 // Thread safety: a RunReport is not thread-safe (the launcher's main loop
 // owns it).
@@ -9,28 +8,13 @@
 #define PS_DEPLOY_LAUNCHER_REPORT_H_
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "deploy/launcher/protocol_line.h"
 
 namespace ps::launcher {
-
-// A parsed "KIND key=value key=value ..." line. Values end at the next
-// space, except that a value may contain spaces when the next token has no
-// '=' (e.g. "device=cpu (OpenBLAS)").
-struct ProtocolLine {
-  std::string kind;  // START, PROGRESS, EVAL, FINAL, DONE
-  std::map<std::string, std::string> fields;
-  // The field as a number; nullopt when absent or not numeric.
-  std::optional<double> Number(const std::string& key) const;
-};
-
-// Parses `line` when it starts with one of the kinds above; nullopt for any
-// other line (ordinary log output).
-std::optional<ProtocolLine> ParseProtocolLine(const std::string& line);
 
 // One row of the training curve (worker 0's view).
 struct CurvePoint {
@@ -87,9 +71,6 @@ class RunReport {
   std::optional<double> final_accuracy_;
   std::vector<CurvePoint> curve_;
 };
-
-// Writes `contents` to `path` (truncating). INTERNAL with the path on error.
-absl::Status WriteTextFile(const std::string& path, const std::string& contents);
 
 }  // namespace ps::launcher
 
