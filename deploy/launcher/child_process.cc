@@ -41,7 +41,10 @@ std::vector<std::string> ChildEnvironment(
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     std::vector<std::string> argv, const std::vector<std::string>& env) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  // Non-blocking read end: the launcher polls it and drains it after the
+  // child exited, when a grandchild may still hold the write end.
+  if (pipe2(fds, O_CLOEXEC) != 0 ||
+      fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   std::vector<char*> args;
@@ -63,6 +66,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);  // the launcher already died
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     signal(SIGINT, SIG_DFL);
@@ -72,13 +77,16 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
                  std::strerror(errno));
     _exit(127);
   }
+  // Also here, so that a signal to the group cannot precede the child's own
+  // setpgid().
+  setpgid(pid, pid);
   close(fds[1]);
   return std::unique_ptr<ChildProcess>(new ChildProcess(pid, fds[0]));
 }
 
 ChildProcess::~ChildProcess() {
   if (!exited_) {
-    kill(pid_, SIGKILL);
+    Signal(SIGKILL);
     waitpid(pid_, &wstatus_, 0);
   }
   if (fd_ >= 0) close(fd_);
@@ -98,7 +106,8 @@ void ChildProcess::ReadOutput(const LineSink& sink) {
     partial_.erase(0, start);
     return;
   }
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n < 0 && errno == EINTR) return;
+  if (n < 0 && errno == EAGAIN && !exited_) return;
   if (!partial_.empty()) sink(partial_);
   partial_.clear();
   close(fd_);
@@ -111,13 +120,20 @@ bool ChildProcess::Reap(const LineSink& sink) {
   if (waitpid(pid_, &wstatus, WNOHANG) != pid_) return false;
   exited_ = true;
   wstatus_ = wstatus;
-  // Drain what is left in the pipe (the writer is gone).
+  // What the child left running in its group (a trainer under /bin/sh
+  // whose shell was killed) must not outlive it: a restart would run next
+  // to it. The group id cannot have been reused while such a process
+  // exists; with none left this finds no group.
+  kill(-pid_, SIGKILL);
+  // Drain what the child left in the pipe; stops at end of file, or when
+  // the pipe is empty although a grandchild still holds its write end.
   while (fd_ >= 0) ReadOutput(sink);
   return true;
 }
 
 void ChildProcess::Signal(int signo) {
-  if (!exited_) kill(pid_, signo);
+  if (exited_) return;
+  if (kill(-pid_, signo) != 0) kill(pid_, signo);
 }
 
 std::string ExitText(int wstatus) {

@@ -1,10 +1,13 @@
 // One child process of the launcher: started by fork/execve in its own
 // process group, with its stdout and stderr on one pipe that the launcher
-// reads line by line.
+// reads line by line, and stdin from /dev/null.
 //
-// The child runs in its own process group, so a terminal's Ctrl-C reaches
-// only the launcher (which then stops its children in order), and it gets
-// SIGTERM if the launcher dies (PR_SET_PDEATHSIG).
+// The child leads its own process group, so a terminal's Ctrl-C reaches
+// only the launcher (which then stops its children in order), and signals
+// from the launcher reach the whole group (a worker command run through
+// /bin/sh and the trainer it starts). The child itself gets SIGTERM if the
+// launcher dies (PR_SET_PDEATHSIG); a grandchild (the trainer under sh)
+// does not, and ends at its next write to the closed pipe (SIGPIPE).
 //
 // Thread safety: not thread-safe (the launcher's main loop owns its
 // children).
@@ -34,7 +37,8 @@ class ChildProcess {
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(
       std::vector<std::string> argv, const std::vector<std::string>& env);
 
-  // SIGKILLs and reaps a child that is still running; closes the pipe.
+  // SIGKILLs the process group and reaps a child that is still running;
+  // closes the pipe.
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -48,11 +52,13 @@ class ChildProcess {
   // closes the pipe.
   void ReadOutput(const LineSink& sink);
 
-  // Reaps the child if it has exited (never blocks on the process), then
-  // reads the rest of its output. Returns true when this call reaped it.
+  // Reaps the child if it has exited (never blocks), SIGKILLs what is left
+  // of its process group, then reads the rest of its output and closes the
+  // pipe. Returns true when this call reaped it.
   bool Reap(const LineSink& sink);
 
-  // kill(pid, signo) unless the child was reaped.
+  // Sends `signo` to the child's process group, unless the child was
+  // reaped.
   void Signal(int signo);
 
   bool exited() const { return exited_; }

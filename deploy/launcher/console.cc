@@ -8,12 +8,12 @@ void Console::Print(const std::string& text) {
   ClearBar();
   std::fputs(text.c_str(), out_);
   std::fputc('\n', out_);
-  if (progress_bar_ && bar_started_) DrawBar();
+  if (progress_bar_ && bar_started_ && !bar_ended_) DrawBar();
   std::fflush(out_);
 }
 
 void Console::DrawBar() {
-  if (!progress_bar_) return;
+  if (!progress_bar_ || bar_ended_) return;
   bar_started_ = true;
   std::fputs("\r\033[K", out_);
   std::fputs(report_->ProgressText(30).c_str(), out_);
@@ -27,6 +27,17 @@ void Console::ClearBar() {
     bar_shown_ = false;
     std::fflush(out_);
   }
+}
+
+void Console::EndBar() {
+  if (!progress_bar_ || bar_ended_) return;
+  if (bar_started_) {
+    DrawBar();
+    std::fputc('\n', out_);
+    std::fflush(out_);
+  }
+  bar_shown_ = false;
+  bar_ended_ = true;
 }
 
 void Console::MaybePlainProgress(bool workers_running) {

@@ -31,6 +31,10 @@ class Console {
   void DrawBar();
   // Erases the bar from the screen until the next Print or DrawBar.
   void ClearBar();
+  // Bar mode: draws the bar a last time and ends its line, so what follows
+  // starts on a line of its own; the bar is not drawn again. Call when the
+  // workers are done, or before the launch ends otherwise.
+  void EndBar();
   // Plain mode: prints "[launch] progress: ..." when 10 s passed since the
   // last one, while `workers_running` and once an epoch count is known.
   void MaybePlainProgress(bool workers_running);
@@ -43,6 +47,7 @@ class Console {
   const RunReport* const report_;
   bool bar_shown_ = false;
   bool bar_started_ = false;
+  bool bar_ended_ = false;
   std::chrono::steady_clock::time_point last_plain_ =
       std::chrono::steady_clock::now();
 };

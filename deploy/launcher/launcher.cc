@@ -1,34 +1,39 @@
-// Launch(), phase by phase: Prepare() validates and writes the servers'
-// config; LaunchRun then starts the servers, waits until they are ready,
-// starts the workers, supervises them to the end and writes the results.
+// Launch(), phase by phase: Prepare() (launch_plan.h) validates and writes
+// the servers' config; LaunchRun then starts the servers, waits until they
+// are ready, starts the workers, supervises everything to the end and
+// writes the results (or, with servers_only, serves until interrupted).
 #include "deploy/launcher/launcher.h"
-
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "client/client.h"
 #include "common/status_macros.h"
+#include "deploy/launcher/cluster_status.h"
 #include "deploy/launcher/console.h"
+#include "deploy/launcher/launch_files.h"
+#include "deploy/launcher/launch_plan.h"
 #include "deploy/launcher/process_set.h"
 #include "deploy/launcher/report.h"
 #include "deploy/launcher/run_files.h"
-#include "deploy/launcher/launch_files.h"
+#include "deploy/launcher/stall_detector.h"
+#include "deploy/launcher/supervisor.h"
 
 namespace ps::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using Member = ProcessSet::Member;
+
+// How long the stall report waits for the shards' GetStats.
+constexpr int64_t kStatusTimeoutMs = 3000;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -48,152 +53,74 @@ const TableConfig* ModelTable(const ClusterConfig& config) {
   return config.tables.empty() ? nullptr : &config.tables[0];
 }
 
-// What Prepare() decided: the validated config and the launch's files.
-struct Plan {
-  EffectiveConfig effective;
-  int num_servers = 0;
-  int num_workers = 0;
-  int blas_threads = 1;
-  std::string tmp_dir;
-  std::string server_config;  // the servers' config (placeholder addresses)
-};
-
-// The checks that need no files: the config with its overrides, the fault
-// injection options and the binaries.
-absl::StatusOr<EffectiveConfig> Validate(const LaunchOptions& options) {
-  ASSIGN_OR_RETURN(EffectiveConfig effective,
-                   EffectiveConfig::Create(options.config_text,
-                                           options.config_source,
-                                           options.overrides));
-  if (options.kill_server >= 0) {
-    if (options.kill_server >= effective.num_servers()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--kill_server=", options.kill_server, " but the cluster has ",
-          effective.num_servers(), " server(s)"));
-    }
-    if (options.kill_after_s < 0 || options.restart_delay_s < 0) {
-      return absl::InvalidArgumentError(
-          "--kill_after_s and the restart delay must be >= 0");
-    }
-  }
-  for (const std::string* bin : {&options.server_bin, &options.worker_bin}) {
-    if (access(bin->c_str(), X_OK) != 0) {
-      return absl::NotFoundError(
-          absl::StrCat("binary ", *bin, " is missing or not executable"));
-    }
-  }
-  return effective;
-}
-
-// Phase 1: validates, makes the temporary directory and writes the
-// servers' config into it.
-absl::StatusOr<Plan> Prepare(const LaunchOptions& options) {
-  ASSIGN_OR_RETURN(EffectiveConfig effective, Validate(options));
-  Plan plan;
-  plan.num_servers = effective.num_servers();
-  plan.num_workers = effective.config().num_workers;
-  plan.blas_threads = options.blas_threads;
-  if (plan.blas_threads <= 0) {
-    const int cores = std::max(1u, std::thread::hardware_concurrency());
-    plan.blas_threads = std::max(1, cores / plan.num_workers);
-  }
-  ASSIGN_OR_RETURN(plan.tmp_dir, MakeTempDir());
-  if (options.kill_server >= 0) {
-    // A killed server restores its newest checkpoint: make sure there are
-    // checkpoints, and recent ones.
-    ConfigOverrides overrides = options.overrides;
-    if (effective.config().server.checkpoint_dir.empty()) {
-      overrides.checkpoint_dir = plan.tmp_dir + "/checkpoints";
-    }
-    if (effective.config().server.checkpoint_interval_s <= 0) {
-      overrides.checkpoint_interval_s = kChaosCheckpointIntervalS;
-    }
-    ASSIGN_OR_RETURN(effective,
-                     EffectiveConfig::Create(options.config_text,
-                                             options.config_source, overrides));
-  }
-  plan.effective = std::move(effective);
-  std::vector<std::string> placeholders;
-  for (int i = 0; i < plan.num_servers; ++i) {
-    placeholders.push_back(absl::StrCat("127.0.0.1:", 1 + i));
-  }
-  plan.server_config = plan.tmp_dir + "/cluster.servers.yaml";
-  RETURN_IF_ERROR(WriteTextFile(plan.server_config,
-                                plan.effective.Render(placeholders)));
-  return plan;
-}
-
 // Phases 2-6 of one launch, on a prepared plan. Every child is stopped when
 // it is destroyed.
 class LaunchRun {
  public:
-  LaunchRun(const LaunchOptions& options, Plan plan)
+  LaunchRun(const LaunchOptions& options, LaunchPlan plan)
       : options_(options),
         plan_(std::move(plan)),
         config_(plan_.effective.config()),
         report_(plan_.num_workers),
         console_(options.out, options.progress_bar, &report_),
-        processes_([this](const Member& m,
+        processes_([this](Member& m,
                           const std::string& line) { OnLine(m, line); },
-                   options.interrupt_fd, &console_) {
+                   options.interrupt_fd, &console_),
+        supervisor_(&processes_, &console_, options.restarts),
+        stall_(std::max(options.stall_timeout_s, 1e-3), options.stall_fail_s) {
     result_.tmp_dir = plan_.tmp_dir;
   }
 
   absl::StatusOr<LaunchResult> Run();
 
  private:
-  // The injected fault: pending -> killed (SIGKILL sent) -> reaped (exit
-  // seen; restart due after restart_delay_s) -> done.
-  enum class Chaos { kOff, kPending, kKilled, kReaped, kDone };
-
+  void AnnounceStart();
   absl::Status StartServers();  // and wait for their port files
   absl::Status WaitReady();     // the client handshake with every shard
+  absl::StatusOr<LaunchResult> ServeUntilInterrupted();  // servers_only
   absl::Status StartWorkers();
-  absl::Status Supervise();  // until every worker exited
+  absl::Status Supervise();  // until every worker finished
   void StopServers();
   absl::StatusOr<LaunchResult> Finish();
 
+  // Hands exited processes to the supervisor and starts due restarts.
+  absl::Status HandleExits();
+  absl::Status CheckStall();
+  void ReportStall(const StallDetector::Verdict& verdict,
+                   const std::string& names);
   void MaybeInjectKill();
-  absl::Status MaybeRestartVictim();
 
-  // Relays one output line; feeds the workers' protocol lines to the report.
-  void OnLine(const Member& m, std::string line);
-  std::vector<std::string> ServerArgs(int i, const std::string& port) const;
-  absl::Status ExitFailure(const Member& m) const;
+  // Relays one output line; feeds the workers' protocol lines to the report
+  // and the stall detector.
+  void OnLine(Member& m, std::string line);
   absl::Status Interrupted();
   absl::Status Failed(absl::Status status);
+  // Removes the temporary directory, or says where it is kept.
+  void CleanUp();
 
   const LaunchOptions& options_;
-  const Plan plan_;
+  const LaunchPlan plan_;
   const ClusterConfig& config_;
-  const std::string victim_ =
-      options_.kill_server >= 0 ? absl::StrCat("server ", options_.kill_server)
-                                : "";
   RunReport report_;
   Console console_;
   ProcessSet processes_;
+  Supervisor supervisor_;
+  StallDetector stall_;
   LaunchResult result_;
-  Clock::time_point start_ = Clock::now();
-  double wall_s_ = 0;  // from start_ until every worker exited
+  const Clock::time_point start_ = Clock::now();
+  double wall_s_ = 0;  // from start_ until every worker finished
   std::vector<std::string> addresses_;
-  std::vector<std::string> ports_;
-  std::string worker_config_;
+  std::vector<Clock::time_point> worker_first_start_;
   // When the first worker START line arrived (training started), if it did.
   std::optional<Clock::time_point> training_started_;
-  Chaos chaos_ = options_.kill_server >= 0 ? Chaos::kPending : Chaos::kOff;
-  Clock::time_point killed_at_;
+  bool kill_pending_ = options_.kill_server >= 0;
 };
 
 absl::StatusOr<LaunchResult> LaunchRun::Run() {
-  const TableConfig* table = ModelTable(config_);
-  console_.Message(absl::StrFormat(
-      "%s on %d server(s) and %d worker(s), %s, %d epoch(s); config %s; "
-      "temporary files in %s",
-      config_.training.model, plan_.num_servers, plan_.num_workers,
-      table != nullptr ? ConsistencyName(table->consistency) : "no tables",
-      config_.training.epochs, options_.config_source, plan_.tmp_dir));
+  AnnounceStart();
   RETURN_IF_ERROR(StartServers());
   RETURN_IF_ERROR(WaitReady());
+  if (options_.servers_only) return ServeUntilInterrupted();
   RETURN_IF_ERROR(StartWorkers());
   RETURN_IF_ERROR(Supervise());
   wall_s_ = SecondsSince(start_);  // the servers' shutdown is not included
@@ -201,44 +128,67 @@ absl::StatusOr<LaunchResult> LaunchRun::Run() {
   return Finish();
 }
 
-std::vector<std::string> LaunchRun::ServerArgs(int i,
-                                               const std::string& port) const {
-  return {options_.server_bin, "--config=" + plan_.server_config,
-          absl::StrCat("--index=", i),
-          absl::StrCat("--listen=127.0.0.1:", port),
-          absl::StrCat("--port_file=", plan_.tmp_dir, "/port_", i)};
+void LaunchRun::AnnounceStart() {
+  const TableConfig* table = ModelTable(config_);
+  const std::string mode =
+      table != nullptr ? ConsistencyName(table->consistency) : "no tables";
+  std::string what;
+  if (options_.servers_only) {
+    what = absl::StrFormat("%d server(s) only", plan_.num_servers);
+  } else if (!options_.worker_cmd.empty()) {
+    what = absl::StrFormat("'%s' as %d worker(s) on %d server(s), %s",
+                           options_.worker_cmd, plan_.num_workers,
+                           plan_.num_servers, mode);
+  } else {
+    what = absl::StrFormat("%s on %d server(s) and %d worker(s), %s, %d "
+                           "epoch(s)",
+                           config_.training.model, plan_.num_servers,
+                           plan_.num_workers, mode, config_.training.epochs);
+  }
+  console_.Message(absl::StrFormat("%s; config %s; temporary files in %s",
+                                   what, options_.config_source,
+                                   plan_.tmp_dir));
+  if (plan_.launcher_checkpoints) {
+    console_.Message(absl::StrFormat(
+        "servers checkpoint to %s/checkpoints every %d s, so that a "
+        "restarted server restores its shard",
+        plan_.tmp_dir, config_.server.checkpoint_interval_s));
+  }
 }
 
 absl::Status LaunchRun::StartServers() {
   for (int i = 0; i < plan_.num_servers; ++i) {
-    RETURN_IF_ERROR(processes_.Spawn(absl::StrCat("server ", i), false, i,
-                                     ServerArgs(i, "0")));
+    Member* m = processes_.Add(absl::StrCat("server ", i), false, i,
+                               plan_.ServerArgs(options_, i, "0"), {});
+    RETURN_IF_ERROR(processes_.Start(m));
   }
   addresses_.assign(plan_.num_servers, "");
-  ports_.assign(plan_.num_servers, "");
-  while (true) {
-    int ready = 0;
-    for (int i = 0; i < plan_.num_servers; ++i) {
-      if (addresses_[i].empty()) {
-        if (auto port =
-                ReadPortFile(absl::StrCat(plan_.tmp_dir, "/port_", i))) {
-          ports_[i] = *port;
-          addresses_[i] = absl::StrCat("127.0.0.1:", *port);
-        }
-      }
-      ready += addresses_[i].empty() ? 0 : 1;
-    }
-    if (ready == plan_.num_servers) break;
+  int ready = 0;
+  while (ready < plan_.num_servers) {
     if (processes_.Pump(50)) return Interrupted();
-    for (Member* m : processes_.TakeExited()) return Failed(ExitFailure(*m));
-    if (SecondsSince(start_) > options_.startup_timeout_s) {
+    for (Member* m : processes_.TakeExited()) {
+      return Failed(supervisor_.OnExit(m));  // not ready: fails
+    }
+    for (int i = 0; i < plan_.num_servers; ++i) {
+      if (!addresses_[i].empty()) continue;
+      if (auto port = ReadPortFile(absl::StrCat(plan_.tmp_dir, "/port_", i))) {
+        addresses_[i] = absl::StrCat("127.0.0.1:", *port);
+        // A restart keeps the port: the workers' config names it.
+        Member* m = processes_.Find(false, i);
+        m->argv = plan_.ServerArgs(options_, i, *port);
+        m->where = absl::StrCat(" on port ", *port);
+        ++ready;
+      }
+    }
+    if (ready < plan_.num_servers &&
+        SecondsSince(start_) > options_.startup_timeout_s) {
       return Failed(absl::DeadlineExceededError(absl::StrCat(
           "the servers did not report their ports within ",
           options_.startup_timeout_s, " s")));
     }
   }
-  worker_config_ = plan_.tmp_dir + "/cluster.yaml";
-  return WriteTextFile(worker_config_, plan_.effective.Render(addresses_));
+  return WriteTextFile(plan_.worker_config,
+                       plan_.effective.Render(addresses_));
 }
 
 absl::Status LaunchRun::WaitReady() {
@@ -249,104 +199,138 @@ absl::Status LaunchRun::WaitReady() {
       std::max(1.0, options_.startup_timeout_s - SecondsSince(start_)) * 1000);
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(client_options);
+  processes_.Pump(0);
+  for (Member* m : processes_.TakeExited()) {
+    return Failed(supervisor_.OnExit(m));  // not ready: fails
+  }
   if (!client.ok()) {
     return Failed(absl::UnavailableError(absl::StrCat(
         "the servers did not become ready: ", client.status().ToString())));
   }
-  processes_.Pump(0);
-  for (Member* m : processes_.TakeExited()) return Failed(ExitFailure(*m));
-  console_.Message(absl::StrCat("servers ready at ",
-                                absl::StrJoin(addresses_, ", "), " after ",
-                                absl::StrFormat("%.2f", SecondsSince(start_)),
-                                " s; starting the workers"));
+  for (const std::unique_ptr<Member>& m : processes_.members()) {
+    m->ready = true;  // from now on a server's exit is a crash to restart
+  }
+  console_.Message(absl::StrCat(
+      "servers ready at ", absl::StrJoin(addresses_, ", "), " after ",
+      absl::StrFormat("%.2f", SecondsSince(start_)), " s",
+      options_.servers_only ? "" : "; starting the workers"));
   return absl::OkStatus();
+}
+
+absl::StatusOr<LaunchResult> LaunchRun::ServeUntilInterrupted() {
+  console_.Print(absl::StrCat("SERVERS ", absl::StrJoin(addresses_, ","),
+                              " config=", plan_.worker_config));
+  console_.Message(
+      "serving until interrupted (Ctrl-C or SIGTERM); run your workers with "
+      "that config");
+  while (!processes_.Pump(200)) RETURN_IF_ERROR(HandleExits());
+  console_.Message("interrupted; stopping the servers");
+  processes_.Stop(false, 15.0);
+  processes_.TakeExited();
+  result_.server_restarts = supervisor_.restarts(false);
+  CleanUp();
+  return result_;
 }
 
 absl::Status LaunchRun::StartWorkers() {
   for (int w = 0; w < plan_.num_workers; ++w) {
-    std::vector<std::string> args = {
-        options_.worker_bin, "--config=" + worker_config_,
-        absl::StrCat("--index=", w),
-        absl::StrCat("--blas_threads=", plan_.blas_threads)};
-    args.insert(args.end(), options_.extra_worker_flags.begin(),
-                options_.extra_worker_flags.end());
-    RETURN_IF_ERROR(
-        processes_.Spawn(absl::StrCat("worker ", w), true, w, args));
+    Member* m = processes_.Add(absl::StrCat("worker ", w), true, w,
+                               plan_.WorkerArgs(options_, w),
+                               plan_.WorkerEnv(w));
+    RETURN_IF_ERROR(processes_.Start(m));
+    worker_first_start_.push_back(Clock::now());
+    stall_.Progress(w, SecondsSince(start_));
   }
   return absl::OkStatus();
 }
 
 absl::Status LaunchRun::Supervise() {
-  while (processes_.AnyRunning(true)) {
-    if (processes_.Pump(chaos_ == Chaos::kOff ? 200 : 50)) {
-      return Interrupted();
-    }
-    console_.MaybePlainProgress(processes_.AnyRunning(true));
+  while (processes_.AnyRunning(true) || supervisor_.RestartPending(true)) {
+    if (processes_.Pump(kill_pending_ ? 50 : 200)) return Interrupted();
+    console_.MaybePlainProgress(true);
     MaybeInjectKill();
-    for (Member* m : processes_.TakeExited()) {
-      if (m->chaos_killed) {
-        console_.Message(absl::StrCat("chaos: ", m->name, " ",
-                                      ExitText(m->process->wstatus()),
-                                      " as injected; restarting it"));
-        chaos_ = Chaos::kReaped;
-        continue;
-      }
-      if (!m->is_worker || !ExitedCleanly(m->process->wstatus())) {
-        return Failed(ExitFailure(*m));
-      }
-    }
-    RETURN_IF_ERROR(MaybeRestartVictim());
+    RETURN_IF_ERROR(HandleExits());
+    RETURN_IF_ERROR(CheckStall());
   }
-  if (chaos_ == Chaos::kPending) {
+  console_.EndBar();
+  if (kill_pending_) {
     console_.Message(absl::StrCat(
         "chaos: training ended before --kill_after_s=", options_.kill_after_s,
-        "; ", victim_, " was not killed"));
+        "; server ", options_.kill_server, " was not killed"));
   }
   return absl::OkStatus();
+}
+
+absl::Status LaunchRun::HandleExits() {
+  for (Member* m : processes_.TakeExited()) {
+    if (m->is_worker) stall_.Forget(m->index);
+    if (absl::Status s = supervisor_.OnExit(m); !s.ok()) return Failed(s);
+  }
+  absl::StatusOr<std::vector<Member*>> restarted = supervisor_.RestartDue();
+  if (!restarted.ok()) return Failed(restarted.status());
+  for (Member* m : *restarted) {
+    if (!m->is_worker) continue;
+    report_.Restarted(m->index, SecondsSince(worker_first_start_[m->index]));
+    stall_.Progress(m->index, SecondsSince(start_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchRun::CheckStall() {
+  if (options_.stall_timeout_s <= 0) return absl::OkStatus();
+  const StallDetector::Verdict verdict = stall_.Check(SecondsSince(start_));
+  if (!verdict.report && !verdict.fail) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const StallDetector::Stalled& s : verdict.stalled) {
+    const Member* m = processes_.Find(true, s.worker);
+    names.push_back(absl::StrFormat("%s (pid %d) printed no progress line "
+                                    "for %.0f s",
+                                    m->name, m->process->pid(), s.silent_s));
+  }
+  const std::string joined = absl::StrJoin(names, "; ");
+  if (verdict.report) ReportStall(verdict, joined);
+  if (verdict.fail) {
+    return Failed(absl::AbortedError(absl::StrCat(
+        "stalled: ", joined, " (--stall_fail_s=", options_.stall_fail_s,
+        "; the cluster status is above)")));
+  }
+  return absl::OkStatus();
+}
+
+void LaunchRun::ReportStall(const StallDetector::Verdict& verdict,
+                            const std::string& names) {
+  console_.Message(absl::StrCat("stall: ", names, "; cluster status:"));
+  std::vector<ProcessStatus> processes;
+  for (const std::unique_ptr<Member>& m : processes_.members()) {
+    if (m->running()) {
+      processes.push_back({m->name, m->process->pid(), ""});
+    } else {
+      processes.push_back({m->name, -1, ExitText(m->process->wstatus())});
+    }
+  }
+  ClusterConfig status_config = config_;
+  status_config.servers = addresses_;
+  for (const std::string& line :
+       ClusterStatusLines(status_config, processes, kStatusTimeoutMs)) {
+    console_.Message(absl::StrCat("status: ", line));
+  }
 }
 
 void LaunchRun::MaybeInjectKill() {
-  if (chaos_ != Chaos::kPending || !training_started_ ||
+  if (!kill_pending_ || !training_started_ ||
       SecondsSince(*training_started_) < options_.kill_after_s) {
     return;
   }
-  pid_t pid = -1;
-  if (Member* m = processes_.FindRunning(false, options_.kill_server)) {
-    m->chaos_killed = true;
-    m->process->Signal(SIGKILL);
-    pid = m->process->pid();
-  }
+  Member* m = processes_.Find(false, options_.kill_server);
+  const pid_t pid = m->running() ? supervisor_.InjectKill(m) : -1;
   console_.ClearBar();
   console_.Message(absl::StrFormat(
-      "chaos: SIGKILL %s (pid %d) %.1f s after training started", victim_,
+      "chaos: SIGKILL %s (pid %d) %.1f s after training started", m->name,
       pid, options_.kill_after_s));
-  killed_at_ = Clock::now();
-  chaos_ = Chaos::kKilled;
-}
-
-absl::Status LaunchRun::MaybeRestartVictim() {
-  if (chaos_ != Chaos::kReaped ||
-      SecondsSince(killed_at_) < options_.restart_delay_s) {
-    return absl::OkStatus();
-  }
-  // Same command line, but on the port it had: the workers' config names
-  // it, and the server restores its newest checkpoint.
-  const int i = options_.kill_server;
-  if (absl::Status s =
-          processes_.Spawn(victim_, false, i, ServerArgs(i, ports_[i]));
-      !s.ok()) {
-    return Failed(s);
-  }
-  ++result_.server_restarts;
-  console_.Message(absl::StrFormat(
-      "chaos: restarted %s on port %s (%.1f s after the kill)", victim_,
-      ports_[i], SecondsSince(killed_at_)));
-  chaos_ = Chaos::kDone;
-  return absl::OkStatus();
+  kill_pending_ = false;
 }
 
 void LaunchRun::StopServers() {
-  console_.ClearBar();
   console_.Message("all workers finished; stopping the servers");
   processes_.Stop(false, 15.0);
   for (Member* m : processes_.TakeExited()) {
@@ -359,38 +343,59 @@ void LaunchRun::StopServers() {
 }
 
 absl::StatusOr<LaunchResult> LaunchRun::Finish() {
+  result_.server_restarts = supervisor_.restarts(false);
+  result_.worker_restarts = supervisor_.restarts(true);
+  if (result_.server_restarts + result_.worker_restarts > 0) {
+    console_.Message(absl::StrCat("restarts: ", result_.server_restarts,
+                                  " of servers, ", result_.worker_restarts,
+                                  " of workers"));
+  }
   if (!report_.final_accuracy().has_value()) {
-    return absl::InternalError(
-        "worker 0 exited 0 but reported no FINAL test accuracy");
+    CleanUp();
+    return absl::FailedPreconditionError(
+        "every worker exited 0 but none printed a FINAL line with "
+        "test_accuracy (deploy/launcher/WORKER_CONTRACT.md)");
   }
   const TableConfig* table = ModelTable(config_);
   RunSummary summary;
   summary.model = config_.training.model;
+  summary.epochs = config_.training.epochs;
+  if (!options_.worker_cmd.empty()) {
+    // The config's training section is ps_worker's; a trainer of its own
+    // names its run in its START line.
+    if (!report_.model().empty()) {
+      summary.model = absl::StrReplaceAll(report_.model(), {{" ", "_"}});
+    }
+    if (report_.epochs() > 0) summary.epochs = report_.epochs();
+  }
   if (table != nullptr) summary.mode = ConsistencyName(table->consistency);
   summary.servers = plan_.num_servers;
   summary.workers = plan_.num_workers;
-  summary.epochs = config_.training.epochs;
   summary.wall_s = wall_s_;
   summary.server_restarts = result_.server_restarts;
-  ASSIGN_OR_RETURN(RunFiles files,
-                   WriteRunFiles(report_, summary, options_.out_dir));
-  result_.csv_path = files.csv_path;
-  result_.png_path = files.png_path;
-  if (files.png_path.empty()) {
+  absl::StatusOr<RunFiles> files =
+      WriteRunFiles(report_, summary, options_.out_dir);
+  CleanUp();
+  if (!files.ok()) return files.status();
+  result_.csv_path = files->csv_path;
+  result_.loss_csv_path = files->loss_csv_path;
+  result_.png_path = files->png_path;
+  if (files->png_path.empty()) {
     console_.Message(absl::StrCat(
         "gnuplot failed or is not installed; the plot script is ",
-        files.script_path));
+        files->script_path));
   }
   result_.result_line = ResultLine(report_, summary);
-  if (!options_.keep_tmp) RemoveTempDir(plan_.tmp_dir, plan_.num_servers);
   return result_;
 }
 
-void LaunchRun::OnLine(const Member& m, std::string line) {
+void LaunchRun::OnLine(Member& m, std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   bool progress = false;
   if (m.is_worker) {
     if (std::optional<ProtocolLine> p = ParseProtocolLine(line)) {
+      m.ready = true;
+      stall_.Progress(m.index, SecondsSince(start_));
       report_.Add(m.index, *p);
       progress = p->kind == "PROGRESS";
       if (p->kind == "START" && !training_started_) {
@@ -406,33 +411,38 @@ void LaunchRun::OnLine(const Member& m, std::string line) {
   console_.Print(absl::StrCat("[", m.name, "] ", line));
 }
 
-absl::Status LaunchRun::ExitFailure(const Member& m) const {
-  return absl::AbortedError(absl::StrCat(m.name, " (pid ", m.process->pid(),
-                                         ") ",
-                                         ExitText(m.process->wstatus())));
-}
-
 absl::Status LaunchRun::Interrupted() {
-  console_.ClearBar();
+  console_.EndBar();
   console_.Message("interrupted; stopping every process");
   processes_.StopAll(10.0);
+  CleanUp();
   return absl::CancelledError(absl::StrCat(
-      "interrupted; all processes stopped (files kept in ", plan_.tmp_dir,
-      ")"));
+      "interrupted; all processes stopped",
+      options_.keep_tmp ? absl::StrCat(" (files kept in ", plan_.tmp_dir, ")")
+                        : ""));
 }
 
 absl::Status LaunchRun::Failed(absl::Status status) {
-  console_.ClearBar();
+  console_.EndBar();
   console_.Message(absl::StrCat("FAILED: ", status.message(),
                                 "; stopping every process"));
   processes_.StopAll(5.0);
+  CleanUp();
   return status;
+}
+
+void LaunchRun::CleanUp() {
+  if (options_.keep_tmp) {
+    console_.Message(absl::StrCat("temporary files kept in ", plan_.tmp_dir));
+  } else {
+    RemoveTempDir(plan_.tmp_dir, plan_.num_servers);
+  }
 }
 
 }  // namespace
 
 absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
-  ASSIGN_OR_RETURN(Plan plan, Prepare(options));
+  ASSIGN_OR_RETURN(LaunchPlan plan, Prepare(options));
   LaunchRun run(options, std::move(plan));
   return run.Run();
 }

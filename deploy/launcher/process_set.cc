@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -11,17 +12,23 @@
 
 namespace ps::launcher {
 
-absl::Status ProcessSet::Spawn(const std::string& name, bool is_worker,
-                               int index, std::vector<std::string> argv) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> process,
-                   ChildProcess::Start(std::move(argv),
-                                       {absl::StrCat(kLogPrefixEnvVar, "=")}));
+ProcessSet::Member* ProcessSet::Add(std::string name, bool is_worker,
+                                    int index, std::vector<std::string> argv,
+                                    std::vector<std::string> env) {
   auto member = std::make_unique<Member>();
-  member->name = name;
+  member->name = std::move(name);
   member->is_worker = is_worker;
   member->index = index;
-  member->process = std::move(process);
+  member->argv = std::move(argv);
+  member->env = std::move(env);
+  member->env.push_back(absl::StrCat(kLogPrefixEnvVar, "="));
   members_.push_back(std::move(member));
+  return members_.back().get();
+}
+
+absl::Status ProcessSet::Start(Member* m) {
+  ASSIGN_OR_RETURN(m->process, ChildProcess::Start(m->argv, m->env));
+  m->exit_reported = false;
   return absl::OkStatus();
 }
 
@@ -29,7 +36,7 @@ bool ProcessSet::Pump(int timeout_ms) {
   std::vector<pollfd> fds;
   std::vector<Member*> owners;
   for (const std::unique_ptr<Member>& m : members_) {
-    if (m->process->output_fd() >= 0) {
+    if (m->process != nullptr && m->process->output_fd() >= 0) {
       fds.push_back({m->process->output_fd(), POLLIN, 0});
       owners.push_back(m.get());
     }
@@ -44,6 +51,10 @@ bool ProcessSet::Pump(int timeout_ms) {
     if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
     Member* m = owners[i];
     if (m == nullptr) {
+      // Consumed, so that stopping the children afterwards does not spin
+      // on a readable fd.
+      char signals[64];
+      (void)!read(interrupt_fd_, signals, sizeof(signals));
       interrupted = true;
       continue;
     }
@@ -52,6 +63,7 @@ bool ProcessSet::Pump(int timeout_ms) {
   }
   for (const std::unique_ptr<Member>& m : members_) {
     Member* member = m.get();
+    if (member->process == nullptr) continue;
     member->process->Reap([this, member](const std::string& line) {
       on_line_(*member, line);
     });
@@ -62,34 +74,32 @@ bool ProcessSet::Pump(int timeout_ms) {
 std::vector<ProcessSet::Member*> ProcessSet::TakeExited() {
   std::vector<Member*> out;
   for (const std::unique_ptr<Member>& m : members_) {
-    if (!m->process->running() && !m->reported) {
-      m->reported = true;
+    if (m->process != nullptr && !m->process->running() &&
+        !m->exit_reported) {
+      m->exit_reported = true;
       out.push_back(m.get());
     }
   }
   return out;
 }
 
-ProcessSet::Member* ProcessSet::FindRunning(bool is_worker, int index) {
+ProcessSet::Member* ProcessSet::Find(bool is_worker, int index) {
   for (const std::unique_ptr<Member>& m : members_) {
-    if (m->is_worker == is_worker && m->index == index &&
-        !m->process->exited()) {
-      return m.get();
-    }
+    if (m->is_worker == is_worker && m->index == index) return m.get();
   }
   return nullptr;
 }
 
 bool ProcessSet::AnyRunning(bool workers) const {
   for (const std::unique_ptr<Member>& m : members_) {
-    if (m->is_worker == workers && !m->process->exited()) return true;
+    if (m->is_worker == workers && m->running()) return true;
   }
   return false;
 }
 
 void ProcessSet::Stop(std::optional<bool> workers, double grace_s) {
   auto selected = [&](const Member& m) {
-    return !m.process->exited() && (!workers || m.is_worker == *workers);
+    return m.running() && (!workers || m.is_worker == *workers);
   };
   for (const std::unique_ptr<Member>& m : members_) {
     if (selected(*m)) m->process->Signal(SIGTERM);
@@ -113,7 +123,8 @@ void ProcessSet::Stop(std::optional<bool> workers, double grace_s) {
 
 bool ProcessSet::Running(std::optional<bool> workers) const {
   for (const std::unique_ptr<Member>& m : members_) {
-    if (m->process->running() && (!workers || m->is_worker == *workers)) {
+    if (m->process != nullptr && m->process->running() &&
+        (!workers || m->is_worker == *workers)) {
       return true;
     }
   }

@@ -1,5 +1,7 @@
-// The launcher's children (servers and workers): starts them, relays their
-// output line by line, reaps them and stops them.
+// The launcher's children (servers and workers): each a member with a
+// stable name and command line, whose process can be started again after
+// it exited (supervisor.h decides when). The set relays every member's
+// output line by line, reaps exited processes and stops them.
 //
 // Thread safety: not thread-safe (the launcher's main loop owns it).
 #ifndef PS_DEPLOY_LAUNCHER_PROCESS_SET_H_
@@ -23,13 +25,25 @@ class ProcessSet {
     std::string name;  // "server 0", "worker 1"
     bool is_worker = false;
     int index = 0;
+    // How it is started, and started again: argv[0] is a path; `env`
+    // entries ("NAME=value") are added to the launcher's environment.
+    std::vector<std::string> argv;
+    std::vector<std::string> env;
+    // Shown after the name in restart messages, e.g. " on port 41234".
+    std::string where;
+    // The current (or last) process; null before the first start.
     std::unique_ptr<ChildProcess> process;
-    bool reported = false;      // returned by TakeExited()
-    bool chaos_killed = false;  // SIGKILLed by the fault injection
+    // Set by the launcher once the member has shown that it works (a
+    // server reported its port, a worker printed a protocol line); kept
+    // across restarts.
+    bool ready = false;
+    bool exit_reported = false;  // the process's exit went out by TakeExited
+
+    bool running() const { return process != nullptr && !process->exited(); }
   };
   // Receives each output line of `member` (without the newline).
   using LineHandler =
-      std::function<void(const Member& member, const std::string& line)>;
+      std::function<void(Member& member, const std::string& line)>;
 
   // `interrupt_fd`: read end of a pipe that becomes readable when the
   // launch must stop, or -1. `console` (for messages) must outlive this.
@@ -40,22 +54,30 @@ class ProcessSet {
   // Stops every child still running (SIGTERM, SIGKILL after 5 s).
   ~ProcessSet() { StopAll(5.0); }
 
-  // Starts `argv` as a new member. The children's own log prefix is
-  // switched off ($PS_LOG_PREFIX="", see common/logging.h), since the
-  // launcher labels their lines already. INTERNAL when it cannot start.
-  absl::Status Spawn(const std::string& name, bool is_worker, int index,
-                     std::vector<std::string> argv);
+  // Adds a member (not started). The pointer stays valid for the set's
+  // lifetime.
+  Member* Add(std::string name, bool is_worker, int index,
+              std::vector<std::string> argv, std::vector<std::string> env);
+
+  // Starts a new process for `m` with its argv and env. The children's own
+  // log prefix is switched off ($PS_LOG_PREFIX="", see common/logging.h),
+  // since the launcher labels their lines already. REQUIRES: !m->running().
+  // INTERNAL when it cannot start.
+  absl::Status Start(Member* m);
 
   // Relays output for up to `timeout_ms` and reaps exited children.
-  // Returns true when the interrupt fd fired.
+  // Returns true when the interrupt fd fired (what it held is consumed).
   bool Pump(int timeout_ms);
 
-  // Members that exited since the last call (each reported once), their
-  // output read to the end.
+  // Members whose process exited since the last call (each exit reported
+  // once), their output read to the end.
   std::vector<Member*> TakeExited();
 
-  // The running (not yet reaped) member `index` of that role, or nullptr.
-  Member* FindRunning(bool is_worker, int index);
+  // Member `index` of that role, or nullptr.
+  Member* Find(bool is_worker, int index);
+  const std::vector<std::unique_ptr<Member>>& members() const {
+    return members_;
+  }
 
   bool AnyRunning(bool workers) const;
 
@@ -65,7 +87,7 @@ class ProcessSet {
   void StopAll(double grace_s) { Stop(std::nullopt, grace_s); }
 
  private:
-  // Whether any member of `workers` (as in Stop) is running or has output
+  // Whether any process of `workers` (as in Stop) is running or has output
   // left.
   bool Running(std::optional<bool> workers) const;
 

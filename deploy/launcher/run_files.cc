@@ -48,6 +48,8 @@ absl::StatusOr<RunFiles> WriteRunFiles(const RunReport& report,
   RunFiles files;
   files.csv_path = stem + ".csv";
   RETURN_IF_ERROR(WriteTextFile(files.csv_path, report.Csv()));
+  files.loss_csv_path = stem + "_loss.csv";
+  RETURN_IF_ERROR(WriteTextFile(files.loss_csv_path, report.WorkerLossCsv()));
   const std::string title = absl::StrFormat(
       "%s %s: %d servers, %d workers, %d epochs, test accuracy %.4f",
       summary.model, summary.mode.value_or("-"), summary.servers,

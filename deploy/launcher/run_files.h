@@ -23,13 +23,14 @@ struct RunSummary {
 };
 
 struct RunFiles {
-  std::string csv_path;
+  std::string csv_path;       // worker 0's loss and test accuracy
+  std::string loss_csv_path;  // every worker's loss
   std::string script_path;  // gnuplot script
   std::string png_path;     // "" when gnuplot failed or is missing
 };
 
-// Writes <out_dir>/train_<local time>.csv and .gp (creating out_dir) and
-// runs gnuplot on the script. REQUIRES: report.final_accuracy(). INTERNAL
+// Writes <out_dir>/train_<local time>.csv, _loss.csv and .gp (creating
+// out_dir) and runs gnuplot on the script. REQUIRES: report.final_accuracy(). INTERNAL
 // naming the path when a file cannot be written.
 absl::StatusOr<RunFiles> WriteRunFiles(const RunReport& report,
                                        const RunSummary& summary,
