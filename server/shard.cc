@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "proto/ops.h"
 #include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 
@@ -19,10 +20,6 @@ proto::DataResponse ErrorResponse(const DataRequestView& request,
   response.set_status_code(static_cast<int32_t>(status.code()));
   response.set_status_message(std::string(status.message()));
   return response;
-}
-
-bool IsPushOp(proto::Op op) {
-  return op == proto::PUSH || op == proto::PUSH_PULL;
 }
 
 }  // namespace
@@ -425,7 +422,7 @@ void Shard::ProcessData(
     }
     // Where only workers may push, an evicted worker must register again
     // (its pushes would otherwise land in steps it is no longer part of).
-    if (!live && IsPushOp(request->op) &&
+    if (!live && IsPush(request->op) &&
         table->policy().traits().workers_only_push) {
       done(ErrorResponse(
           *request, absl::FailedPreconditionError(absl::StrCat(

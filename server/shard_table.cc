@@ -10,6 +10,7 @@
 #include "common/bytes.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"
+#include "proto/ops.h"
 #include "server/initializer.h"
 
 namespace ps {
@@ -41,8 +42,6 @@ absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
   return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
 }
 
-bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
-bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
 
 }  // namespace
 

@@ -54,6 +54,7 @@
 #include "common/config.h"
 #include "common/partition.h"
 #include "proto/data_request_view.h"
+#include "proto/ops.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
 #include "server/initializer.h"
@@ -162,8 +163,6 @@ bool Verbose() {
   return verbose;
 }
 
-bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
-bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
 
 bool SameFloat(float a, float b) {
   if (std::isnan(a) && std::isnan(b)) return true;
