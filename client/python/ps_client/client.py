@@ -5,9 +5,11 @@ it resolves table names, allocates result arrays when no ``out=`` is given
 and builds table schemas; every request runs in C++.
 """
 
+import atexit
 import json
 import operator
 import os
+import weakref
 
 import numpy as np
 
@@ -21,6 +23,18 @@ _CLIENT_OPTION_KEYS = frozenset(
     name for name in dir(_core.ClientConfig) if not name.startswith("_"))
 _TLS_KEYS = frozenset(("cert_file", "key_file", "ca_file",
                        "server_name_override"))
+
+
+# Clients still open when the interpreter exits are closed by atexit, while
+# threads may still take the GIL: closing fails their pending requests
+# (Cancelled) and runs the callbacks of those now, not during finalization.
+_open_clients = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients():
+    for client in list(_open_clients):
+        client.close()
 
 
 def connect(config=None, *, worker_index=-1, servers=None, tls=None,
@@ -134,12 +148,15 @@ class Client:
         self._c = core
         self._by_name = {}
         self._by_id = {}
+        _open_clients.add(self)
 
     # -- lifetime -----------------------------------------------------------
 
     def close(self):
         """Stops the heartbeat (a worker leaves) and closes the connections;
-        requests still in flight fail with :class:`Cancelled`."""
+        requests still in flight fail with :class:`Cancelled`. Clients left
+        open are closed when the interpreter exits."""
+        _open_clients.discard(self)
         self._c.close()
 
     def __enter__(self):

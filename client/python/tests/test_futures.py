@@ -122,6 +122,27 @@ print("survived", flush=True)
     assert "RuntimeError: boom" in run.stderr
 
 
+def test_exit_with_an_open_client_and_a_pending_callback(cluster):
+    # The pull waits for a step that never completes; the interpreter exits
+    # without closing anything: atexit closes the clients, the pull is
+    # cancelled and its callback runs before finalization.
+    script = f"""
+import numpy as np, ps_client
+a = ps_client.connect({cluster.client_config_path!r}, worker_index=0)
+b = ps_client.connect({cluster.client_config_path!r}, worker_index=1)
+a.push_dense("s", np.ones(8, np.float32)).wait()
+a.clock()
+f = a.pull_dense("s")
+f.add_done_callback(lambda f: print("callback", type(f.exception()).__name__,
+                                    flush=True))
+print("exiting", flush=True)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["exiting", "callback Cancelled"]
+
+
 def test_dropped_future_keeps_its_out_buffer_alive(cluster):
     a, b, _ = _blocked_sync_pull(cluster)
     out = np.zeros(8, np.float32)
