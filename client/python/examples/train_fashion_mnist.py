@@ -96,6 +96,46 @@ def accuracy(model, x, y):
         return (model(x).argmax(1) == y).float().mean().item()
 
 
+def shard(x, y, worker, num_workers):
+    """Equal contiguous shards, so every worker runs the same number of
+    steps (sync and ssp tables need that)."""
+    per_worker = len(x) // num_workers
+    lo = worker * per_worker
+    return x[lo:lo + per_worker], y[lo:lo + per_worker]
+
+
+def train(model, params, data, test, settings, log_every, log, seed):
+    """The training loop; returns the number of steps run."""
+    (x, y), batch = data, settings["batch_size"]
+    steps_per_epoch = len(x) // batch
+    generator = torch.Generator().manual_seed(seed)
+    start = time.monotonic()
+    step, losses, last = 0, [], (0.0, 0)  # (time_s, step) of the last log
+    for epoch in range(settings["epochs"]):
+        order = torch.randperm(len(x), generator=generator)
+        scale = settings["lr_decay"] ** epoch  # exact for SGD
+        for i in range(steps_per_epoch):
+            index = order[i * batch:(i + 1) * batch]
+            params.pull()
+            loss = F.cross_entropy(model(x[index]), y[index])
+            loss.backward()
+            params.push(scale=scale)
+            step += 1
+            losses.append(loss.item())
+            now = time.monotonic() - start
+            if step % log_every == 0:
+                log.progress(epoch=epoch + 1, step=step,
+                             loss=sum(losses) / len(losses),
+                             samples_per_s=(step - last[1]) * batch /
+                             max(now - last[0], 1e-9), time_s=now)
+                losses, last = [], (now, step)
+            if (settings["eval_every_steps"] and
+                    step % settings["eval_every_steps"] == 0):
+                log.eval(epoch=epoch + 1, step=step,
+                         test_accuracy=accuracy(model, *test), time_s=now)
+    return step, time.monotonic() - start
+
+
 def main():
     args = parse_args()
     worker = worker_context(args)
@@ -110,62 +150,27 @@ def main():
     model = mlp()
     params = ps_client.nn.DenseParameters(client, model, table)
 
-    # Equal contiguous shards, so every worker runs the same number of steps
-    # (sync and ssp tables need that).
     train_x, train_y = load_split(settings["data_dir"], "train")
-    test_x, test_y = load_split(settings["data_dir"], "t10k")
+    test = load_split(settings["data_dir"], "t10k")
     if args.max_train_examples:
         train_x = train_x[:args.max_train_examples]
         train_y = train_y[:args.max_train_examples]
-    per_worker = len(train_x) // config.num_workers
-    lo = worker.worker_index * per_worker
-    train_x, train_y = train_x[lo:lo + per_worker], train_y[lo:lo + per_worker]
-    batch = settings["batch_size"]
-    steps_per_epoch = per_worker // batch
-    epochs = settings["epochs"]
+    data = shard(train_x, train_y, worker.worker_index, config.num_workers)
 
     log = ProgressLog(worker.worker_index)
+    batch = settings["batch_size"]
     log.start(model="mlp(784-256-128-10)", framework="pytorch",
               consistency=params.table.consistency,
-              steps_per_epoch=steps_per_epoch, epochs=epochs,
-              batch_size=batch, examples=per_worker)
-    generator = torch.Generator().manual_seed(settings["seed"] * 1000 +
-                                              worker.worker_index)
-    start = time.monotonic()
-    step = 0
-    loss_sum, loss_steps, last_log_time, last_log_step = 0.0, 0, 0.0, 0
-    for epoch in range(epochs):
-        order = torch.randperm(per_worker, generator=generator)
-        scale = settings["lr_decay"] ** epoch
-        for i in range(steps_per_epoch):
-            index = order[i * batch:(i + 1) * batch]
-            params.pull()
-            loss = F.cross_entropy(model(train_x[index]), train_y[index])
-            loss.backward()
-            params.push(scale=scale)
-            step += 1
-            loss_sum += loss.item()
-            loss_steps += 1
-            now = time.monotonic() - start
-            if step % args.log_every_steps == 0:
-                log.progress(epoch=epoch + 1, step=step,
-                             loss=loss_sum / loss_steps,
-                             samples_per_s=(step - last_log_step) * batch /
-                             max(now - last_log_time, 1e-9),
-                             time_s=now)
-                loss_sum, loss_steps = 0.0, 0
-                last_log_time, last_log_step = now, step
-            if (settings["eval_every_steps"] and
-                    step % settings["eval_every_steps"] == 0):
-                log.eval(epoch=epoch + 1, step=step,
-                         test_accuracy=accuracy(model, test_x, test_y),
-                         time_s=now)
+              steps_per_epoch=len(data[0]) // batch,
+              epochs=settings["epochs"], batch_size=batch,
+              examples=len(data[0]))
+    steps, wall = train(model, params, data, test, settings,
+                        args.log_every_steps, log,
+                        seed=settings["seed"] * 1000 + worker.worker_index)
     params.pull()  # the final model, after the last step
-    wall = time.monotonic() - start
-    log.final(steps=step, test_accuracy=accuracy(model, test_x, test_y),
-              time_s=wall)
-    log.done(steps=step, samples=step * batch, wall_s=wall,
-             samples_per_s=step * batch / max(wall, 1e-9))
+    log.final(steps=steps, test_accuracy=accuracy(model, *test), time_s=wall)
+    log.done(steps=steps, samples=steps * batch, wall_s=wall,
+             samples_per_s=steps * batch / max(wall, 1e-9))
     client.close()
 
 
