@@ -13,12 +13,22 @@ shift 8
 DEPS=(grpc++ protobuf absl_status absl_statusor absl_synchronization
       absl_time absl_strings absl_str_format absl_hash absl_raw_hash_set
       spdlog yaml-cpp libxxhash)
-pc_requires="" cmake_modules=""
+# What the public header's Abseil types need from a program linking the
+# shared library.
+PUBLIC_DEPS=(absl_status absl_statusor)
+pc_requires="" dep_versions=""
 for d in "${DEPS[@]}"; do
   v=$(pkg-config --modversion "$d")
   pc_requires+="${pc_requires:+, }$d = $v"
-  cmake_modules+="${cmake_modules:+ }$d=$v"
+  dep_versions+="${dep_versions:+;}$v"
 done
+dep_modules=$(IFS=';'; echo "${DEPS[*]}")
+# Link lines as CMake lists, duplicates dropped (shared libraries: order is
+# free).
+cmake_libs() { pkg-config --libs "$@" | tr ' ' '\n' | awk 'NF && !seen[$0]++' |
+  paste -sd ';'; }
+public_libs=$(cmake_libs "${PUBLIC_DEPS[@]}")
+static_libs=$(cmake_libs "${DEPS[@]}")
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 mkdir -p "$tree/include" "$tree/lib/pkgconfig" "$tree/lib/cmake/ps_client"
@@ -60,7 +70,10 @@ subst=(-e "s/@VERSION@/$version/g"
        -e "s/@GRPC_VERSION@/$(pkg-config --modversion grpc++)/g"
        -e "s/@PROTOBUF_VERSION@/$(pkg-config --modversion protobuf)/g"
        -e "s/@PC_REQUIRES@/$pc_requires/g"
-       -e "s/@CMAKE_MODULES@/$cmake_modules/g")
+       -e "s/@DEP_MODULES@/$dep_modules/g"
+       -e "s/@DEP_VERSIONS@/$dep_versions/g"
+       -e "s/@PUBLIC_LIBS@/$public_libs/g"
+       -e "s/@STATIC_LIBS@/$static_libs/g")
 sed "${subst[@]}" "$pc_in" >"$tree/lib/pkgconfig/ps_client.pc"
 sed "${subst[@]}" "$pc_static_in" >"$tree/lib/pkgconfig/ps_client_static.pc"
 sed "${subst[@]}" "$cmake_in" \

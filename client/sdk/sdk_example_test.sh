@@ -3,7 +3,9 @@
 # install.sh installs) under a temp prefix, builds the CMake example
 # (example/) against it with the shared and with the static library, and a
 # plain g++ build through pkg-config, then trains with each against two live
-# ps_server processes (OS-picked ports) and two workers in sync mode.
+# ps_server processes (OS-picked ports) and two workers in sync mode. Also:
+# the headers hold nothing of the worker, and a machine with other library
+# versions is refused by find_package.
 set -euo pipefail
 R="${TEST_SRCDIR:?run me with bazel test}/ps"
 T="$TEST_TMPDIR"
@@ -36,6 +38,18 @@ for kind in shared static; do
   cmake --build "$T/build-$kind" -j 2 >>"$T/cmake-$kind.log" 2>&1 ||
     { cat "$T/cmake-$kind.log" >&2; exit 1; }
 done
+# A machine with another gRPC is refused at configure time, naming it.
+cp -r "$prefix" "$T/other_prefix"
+sed -i 's/^set(_ps_client_versions [^;]*;/set(_ps_client_versions 0.0.1;/' \
+  "$T/other_prefix/lib/cmake/ps_client/ps_clientConfig.cmake"
+if cmake -S "$example" -B "$T/build-other" -DCMAKE_PREFIX_PATH="$T/other_prefix" \
+     >"$T/cmake-other.log" 2>&1; then
+  echo "FAIL: configured against a gRPC of another version" >&2
+  exit 1
+fi
+grep -q "grpc++ 0.0.1 (here: " "$T/cmake-other.log" ||
+  { cat "$T/cmake-other.log" >&2; exit 1; }
+
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 g++ -O1 -o "$T/train_linear-pc" "$example/train_linear.cc" \
   $(pkg-config --cflags --libs ps_client)
