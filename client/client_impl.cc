@@ -10,10 +10,12 @@
 #include "absl/strings/str_join.h"
 #include "client/future.h"
 #include "client/request_planner.h"
-#include "client/table_spec.h"
 #include "common/bytes.h"
+#include "common/config.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "common/table_schema.h"
+#include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -45,6 +47,19 @@ ClientOptions ClientOptions::FromConfig(const ClusterConfig& config,
   options.tls = config.tls;
   options.auth_token = config.auth_token;
   return options;
+}
+
+TableInfo TableInfo::From(const TableConfig& table) {
+  TableInfo info;
+  info.name = table.name;
+  info.table_id = table.table_id;
+  info.kind = table.kind;
+  info.size = table.size;
+  info.dim = table.dim;
+  info.consistency = table.consistency;
+  info.staleness = table.staleness;
+  info.value_type = table.value_type;
+  return info;
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
@@ -241,7 +256,14 @@ absl::Status ClientImpl::Handshake() {
     }
     std::vector<TableConfig> tables;
     for (const proto::TableSpec& spec : info.tables()) {
-      tables.push_back(FromTableSpec(spec));
+      absl::StatusOr<TableConfig> table = FromTableSpec(spec);
+      if (!table.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "server ", address, " (shard ", i,
+            ") reports a table this client cannot use: ",
+            table.status().message()));
+      }
+      tables.push_back(*std::move(table));
     }
     std::sort(tables.begin(), tables.end(),
               [](const TableConfig& a, const TableConfig& b) {
@@ -303,7 +325,7 @@ absl::Status ClientImpl::Handshake() {
   }
   absl::MutexLock lock(&tables_mu_);
   for (const TableConfig& table : shard_tables[0]) {
-    tables_[table.table_id] = ToTableInfo(table);
+    tables_[table.table_id] = TableInfo::From(table);
   }
   return absl::OkStatus();
 }
@@ -400,10 +422,19 @@ absl::Status ClientImpl::RefreshTables() {
   grpc::Status status =
       conn.stub()->GetShardInfo(context.get(), proto::ShardInfoRequest(), &info);
   if (!status.ok()) return Annotate("GetShardInfo", 0, status);
-  absl::MutexLock lock(&tables_mu_);
+  std::vector<TableInfo> tables;
   for (const proto::TableSpec& spec : info.tables()) {
-    tables_[spec.table_id()] = ToTableInfo(FromTableSpec(spec));
+    absl::StatusOr<TableConfig> table = FromTableSpec(spec);
+    if (!table.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("server ", conn.address(),
+                       " reports a table this client cannot use: ",
+                       table.status().message()));
+    }
+    tables.push_back(TableInfo::From(*table));
   }
+  absl::MutexLock lock(&tables_mu_);
+  for (TableInfo& table : tables) tables_[table.table_id] = std::move(table);
   return absl::OkStatus();
 }
 
@@ -440,16 +471,9 @@ std::vector<TableInfo> ClientImpl::ListTables() {
 }
 
 absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
-  if (spec.name.empty()) {
-    return absl::InvalidArgumentError("CreateTable: the table needs a name");
-  }
-  if (spec.kind == TableKind::kDense && spec.size == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CreateTable '", spec.name, "': a dense table needs size > 0"));
-  }
-  if (spec.kind == TableKind::kSparse && spec.dim == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CreateTable '", spec.name, "': a sparse table needs dim > 0"));
+  if (absl::Status valid = ValidateTableConfig(spec); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CreateTable '", spec.name, "': ", valid.message()));
   }
   RETURN_IF_ERROR(RefreshTables());  // the next free id is cluster-wide
   TableConfig table = spec;
@@ -476,8 +500,17 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
         return stub->PrepareAsyncCreateTable(context, request, cq);
       });
   RETURN_IF_ERROR(FirstError(statuses));
-  TableInfo info = ToTableInfo(
-      responses[0].has_spec() ? FromTableSpec(responses[0].spec()) : table);
+  TableConfig created = table;
+  if (responses[0].has_spec()) {
+    absl::StatusOr<TableConfig> answer = FromTableSpec(responses[0].spec());
+    if (!answer.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("CreateTable '", spec.name, "': the server answered ",
+                       answer.status().message()));
+    }
+    created = *std::move(answer);
+  }
+  const TableInfo info = TableInfo::From(created);
   absl::MutexLock lock(&tables_mu_);
   tables_[info.table_id] = info;
   return info;
@@ -486,7 +519,7 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
 // --------------------------------------------------------------- data path
 
 absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
-  if (options_.worker_id < 0 && table.consistency != Consistency::kAsync) {
+  if (options_.worker_id < 0 && table.consistency_traits().workers_only_push) {
     return absl::FailedPreconditionError(absl::StrCat(
         "a client that is not a worker may only push to async tables; table '",
         table.name, "' is ", ConsistencyName(table.consistency)));

@@ -4,7 +4,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "client/table_spec.h"
+#include "proto/table_spec_conversion.h"
 #include "common/bytes.h"
 #include "common/partition.h"
 
@@ -117,7 +117,12 @@ class FakeParameterServer::Service final
                                           "table exists"));
       }
     }
-    s_->AddTableLocked(FromTableSpec(request->spec()));
+    absl::StatusOr<TableConfig> config = FromTableSpec(request->spec());
+    if (!config.ok()) {
+      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        std::string(config.status().message())));
+    }
+    s_->AddTableLocked(*std::move(config));
     *response->mutable_spec() = request->spec();
     return Done(context, grpc::Status::OK);
   }

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/piecewise_bytes.h"
+#include "common/value_type.h"  // AllFiniteFloats: the float32 scan
 #include "proto/ps.pb.h"
 
 namespace ps {
@@ -85,15 +86,6 @@ void WireRangePieces(absl::Span<const absl::string_view> pieces,
 // bytes). REQUIRES: as WireRangePieces.
 void CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
                    char* dst);
-
-// True when every float32 in `bytes` (little-endian, any alignment, floats
-// may straddle pieces; a trailing partial float is ignored) is finite: a
-// branch-free test of the exponent bits that the compiler vectorizes.
-bool AllFiniteFloats(absl::string_view bytes);
-bool AllFiniteFloats(const PiecewiseBytes& bytes);
-
-// Index of the first non-finite float32 in `bytes`, or -1.
-int64_t FirstNonFiniteFloat(absl::string_view bytes);
 
 }  // namespace ps
 

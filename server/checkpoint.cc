@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "common/status_macros.h"
-#include "server/table_spec.h"
+#include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 #include "xxhash.h"
 
@@ -348,7 +348,7 @@ absl::Status DecodeVerified(const std::string& data, ShardState* s) {
       return absl::DataLossError(absl::StrCat("table spec ", i,
                                               " does not parse"));
     }
-    absl::StatusOr<TableConfig> config = TableConfigFromProto(spec);
+    absl::StatusOr<TableConfig> config = FromTableSpec(spec);
     if (!config.ok()) {
       return absl::DataLossError(absl::StrCat(
           "table spec ", i, " is invalid: ", config.status().message()));
@@ -490,7 +490,7 @@ absl::StatusOr<CheckpointInfo> WriteCheckpointFile(const std::string& shard_dir,
   const std::string tmp = path + ".tmp";
   std::vector<std::string> specs;
   for (const TableState& t : state.tables) {
-    specs.push_back(TableConfigToProto(t.config).SerializeAsString());
+    specs.push_back(ToTableSpec(t.config).SerializeAsString());
   }
   const int64_t unix_ms = absl::ToUnixMillis(start);
   CountingSink count;

@@ -71,19 +71,19 @@ absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
       RETURN_IF_ERROR(store->Write(pos, chunk));
     }
   }
-  return std::unique_ptr<ShardTable>(new ShardTable(
-      config, options, std::move(store), owned,
-      config.consistency == Consistency::kSync ? initial_step : 0));
+  return std::unique_ptr<ShardTable>(
+      new ShardTable(config, options, std::move(store), owned,
+                     CreateConsistencyPolicy(config, initial_step)));
 }
 
 ShardTable::ShardTable(const TableConfig& config,
                        const ShardTableOptions& options,
                        std::unique_ptr<ParamStore> store, Range owned,
-                       int64_t initial_step)
+                       std::unique_ptr<ConsistencyPolicy> policy)
     : config_(config),
       options_(options),
       owned_(owned),
-      steps_(initial_step),
+      policy_(std::move(policy)),
       store_(std::move(store)),
       dedup_(DedupWindow::Options{options.dedup_window,
                                   options.dedup_idle_timeout}) {}
@@ -102,7 +102,7 @@ absl::Status ShardTable::Validate(const DataRequestView& request) const {
         ") (-1 = not a worker; num_workers = ", options_.num_workers, ")"));
   }
   const bool push = IsPush(op);
-  if (push && worker == -1 && config_.consistency != Consistency::kAsync) {
+  if (push && worker == -1 && policy_->traits().workers_only_push) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", config_.name, "' is ", ConsistencyName(config_.consistency),
         ": only workers (worker_id >= 0) may push to it"));
@@ -239,16 +239,8 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
             "is refused"));
     }
   }
-  if (IsPush(request.op) && config_.consistency == Consistency::kSync) {
-    const int64_t step = steps();
-    if (request.clock != step) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "push for step ", request.clock, " of sync table '", config_.name,
-          "': ",
-          request.clock < step ? "that step was already applied"
-                                 : "that step is not open yet",
-          " (steps applied: ", step, ")"));
-    }
+  if (IsPush(request.op)) {
+    RETURN_IF_ERROR(policy_->AdmitPush(request, config_));
   }
   std::vector<uint64_t> rows;
   if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
@@ -314,39 +306,55 @@ absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
 
 absl::Status ShardTable::PushLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows) {
-  // Dense gradients go to the store as received (it reads the slices);
-  // sparse ones are joined first (rows are small and the row kernels want
-  // one span).
-  const bool dense = config_.kind == TableKind::kDense;
-  std::vector<float> scratch;
-  absl::Span<const float> grad;
-  if (!dense) grad = View<float>(request.values, &scratch);
-  const uint64_t local = dense ? request.offset - owned_.begin : 0;
-  if (config_.consistency == Consistency::kSync) {
-    if (dense) {
-      RETURN_IF_ERROR(store_->AccumulateDensePieces(local, request.values));
-    } else {
-      RETURN_IF_ERROR(store_->AccumulateRows(rows, config_.dim, grad));
-      step_rows_.insert(rows.begin(), rows.end());
-    }
-    step_has_pushes_ = true;
-    ++step_push_count_;
-    step_pushers_.insert(static_cast<uint32_t>(request.worker_id));
-  } else {
-    // t of the logical push this chunk belongs to.
-    const uint64_t t = version_ + (request.first_chunk ? 1 : 0);
-    const int64_t step = static_cast<int64_t>(std::max<uint64_t>(t, 1));
-    if (dense) {
-      RETURN_IF_ERROR(
-          store_->ApplyDensePieces(local, request.values, 1.0f, step));
-    } else {
-      RETURN_IF_ERROR(store_->ApplyRows(rows, config_.dim, grad, 1.0f, step));
-    }
-    if (request.first_chunk) ++version_;
-  }
+  RETURN_IF_ERROR(policy_->Push(request, rows, *this));
   ++pushes_;
   bytes_in_ += request.keys.size() + request.values.size();
   return absl::OkStatus();
+}
+
+// Dense gradients go to the store as received (it reads the slices); sparse
+// ones are joined first (rows are small and the row kernels want one span).
+absl::Status ShardTable::Apply(const DataRequestView& push,
+                               absl::Span<const uint64_t> rows, int64_t t) {
+  mu_.AssertHeld();
+  if (config_.kind == TableKind::kDense) {
+    return store_->ApplyDensePieces(push.offset - owned_.begin, push.values,
+                                    1.0f, t);
+  }
+  std::vector<float> scratch;
+  return store_->ApplyRows(rows, config_.dim,
+                           View<float>(push.values, &scratch), 1.0f, t);
+}
+
+absl::Status ShardTable::Accumulate(const DataRequestView& push,
+                                    absl::Span<const uint64_t> rows) {
+  mu_.AssertHeld();
+  if (config_.kind == TableKind::kDense) {
+    return store_->AccumulateDensePieces(push.offset - owned_.begin,
+                                         push.values);
+  }
+  std::vector<float> scratch;
+  return store_->AccumulateRows(rows, config_.dim,
+                                View<float>(push.values, &scratch));
+}
+
+absl::Status ShardTable::ApplyAccumulated(absl::Span<const uint64_t> rows,
+                                          float scale, int64_t t) {
+  mu_.AssertHeld();
+  if (config_.kind == TableKind::kDense) {
+    return store_->ApplyAccumulated(scale, t);
+  }
+  return store_->ApplyAccumulatedRows(rows, config_.dim, scale, t);
+}
+
+uint64_t ShardTable::LockedVersion() const {
+  mu_.AssertHeld();
+  return version_;
+}
+
+void ShardTable::BumpVersion() {
+  mu_.AssertHeld();
+  ++version_;
 }
 
 absl::Status ShardTable::PullLocked(const DataRequestView& request,
@@ -374,34 +382,9 @@ uint64_t ShardTable::version() const {
 
 absl::StatusOr<int64_t> ShardTable::ApplyStepsUpTo(
     int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live) {
-  if (config_.consistency != Consistency::kSync) return 0;
+  if (!policy_->HasSteps()) return 0;  // no need to wait for the table's lock
   absl::MutexLock lock(&mu_);
-  if (steps() >= floor_clock) return 0;
-  // Only the open step can hold pushes: every later step up to the floor is
-  // empty, so it is skipped in one store (a worker catching up after a
-  // restore may move the floor arbitrarily far).
-  const int64_t advanced = floor_clock - steps();
-  if (step_has_pushes_) {
-    absl::flat_hash_set<uint32_t> members = live;
-    members.insert(step_pushers_.begin(), step_pushers_.end());
-    const float scale = 1.0f / static_cast<float>(members.size());
-    const int64_t t = static_cast<int64_t>(version_ + 1);
-    if (config_.kind == TableKind::kDense) {
-      RETURN_IF_ERROR(store_->ApplyAccumulated(scale, t));
-    } else {
-      std::vector<uint64_t> rows(step_rows_.begin(), step_rows_.end());
-      std::sort(rows.begin(), rows.end());
-      RETURN_IF_ERROR(
-          store_->ApplyAccumulatedRows(rows, config_.dim, scale, t));
-    }
-    ++version_;
-    step_has_pushes_ = false;
-    step_push_count_ = 0;
-    step_pushers_.clear();
-    step_rows_.clear();
-  }
-  steps_.store(floor_clock, std::memory_order_release);
-  return advanced;
+  return policy_->CompleteSteps(floor_clock, live, *this);
 }
 
 void ShardTable::FillStats(proto::TableStats* stats) const {
@@ -418,13 +401,14 @@ void ShardTable::FillStats(proto::TableStats* stats) const {
   stats->set_bytes_out(bytes_out_);
 }
 
-bool ShardTable::OpenStepEmpty() const { return !step_has_pushes_; }
+bool ShardTable::OpenStepEmpty() const {
+  return !policy_->HasOpenStepPushes();
+}
 
 absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
   TableState state;
   absl::MutexLock lock(&mu_);
-  const bool sync = config_.consistency == Consistency::kSync;
-  if (sync && step_has_pushes_ && sync_wait > absl::ZeroDuration()) {
+  if (policy_->HasOpenStepPushes() && sync_wait > absl::ZeroDuration()) {
     // Wait for a step boundary: the open step's gradients live in the
     // store's accumulator, which a copy cannot contain.
     mu_.AwaitWithTimeout(absl::Condition(this, &ShardTable::OpenStepEmpty),
@@ -453,11 +437,11 @@ absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
     std::sort(state.rows.begin(), state.rows.end());
   }
   state.dedup = dedup_.Export();
-  if (sync && step_has_pushes_) {
+  if (policy_->HasOpenStepPushes()) {
     // The open step is left out: so are its pushes' dedup entries, so a
     // client that retries them after a restore has them applied.
     const int64_t open = steps();
-    state.dropped_open_step_pushes = step_push_count_;
+    state.dropped_open_step_pushes = policy_->OpenStepPushes();
     DedupWindow::DropFrom(&state.dedup,
                           [open](const DedupWindow::Applied& a) {
                             return a.step == open;
@@ -486,9 +470,9 @@ absl::Status ShardTable::Restore(const TableState& state) {
   if (state.slots.size() != slots || saved.optimizer.type != config_.optimizer.type) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", config_.name, "': the checkpoint holds optimizer '",
-        OptimizerTypeName(saved.optimizer.type), "' state (",
+        saved.optimizer.type, "' state (",
         state.slots.size(), " slots) but the table is configured with '",
-        OptimizerTypeName(config_.optimizer.type), "' (", slots,
+        config_.optimizer.type, "' (", slots,
         " slots)"));
   }
   const uint64_t n = state.values.size();
@@ -547,16 +531,11 @@ absl::Status ShardTable::Restore(const TableState& state) {
   }
   rows_ = std::move(rows);
   version_ = state.version;
-  steps_.store(config_.consistency == Consistency::kSync ? state.steps : 0,
-               std::memory_order_release);
+  policy_->Restore(state.steps);
   pushes_ = state.pushes;
   pulls_ = state.pulls;
   bytes_in_ = state.bytes_in;
   bytes_out_ = state.bytes_out;
-  step_has_pushes_ = false;
-  step_push_count_ = 0;
-  step_pushers_.clear();
-  step_rows_.clear();
   dedup_.Import(state.dedup, absl::Now());
   return absl::OkStatus();
 }

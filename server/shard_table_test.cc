@@ -29,7 +29,7 @@ TableConfig Dense(uint64_t size, Consistency consistency = Consistency::kAsync) 
   t.kind = TableKind::kDense;
   t.size = size;
   t.consistency = consistency;
-  t.optimizer.type = OptimizerType::kSgd;
+  t.optimizer.type = "sgd";
   t.optimizer.learning_rate = 0.5f;
   t.initializer.type = InitializerType::kConstant;
   t.initializer.value = 1.0f;
@@ -43,7 +43,7 @@ TableConfig Sparse(uint32_t dim, Consistency consistency = Consistency::kAsync) 
   t.kind = TableKind::kSparse;
   t.dim = dim;
   t.consistency = consistency;
-  t.optimizer.type = OptimizerType::kSgd;
+  t.optimizer.type = "sgd";
   t.optimizer.learning_rate = 1.0f;
   t.initializer.type = InitializerType::kUniform;
   t.initializer.low = -1.0f;
@@ -264,7 +264,7 @@ TEST_F(ShardTableTest, AsyncPushesApplyExactly) {
 
 TEST_F(ShardTableTest, AdamStepCountsLogicalPushesNotChunks) {
   TableConfig config = Dense(4);
-  config.optimizer.type = OptimizerType::kAdam;
+  config.optimizer.type = "adam";
   config.optimizer.learning_rate = 0.1f;
   config.initializer.value = 0.0f;
   auto table = Make(config);
@@ -415,8 +415,8 @@ TEST_F(ShardTableTest, SyncAccumulatesAndAppliesTheMeanOnce) {
 
 TEST_F(ShardTableTest, SyncSparseUpdatesOnlyTouchedRows) {
   TableConfig config = Sparse(2, Consistency::kSync);
-  config.optimizer.type = OptimizerType::kMomentum;
-  config.optimizer.momentum = 0.5f;
+  config.optimizer.type = "momentum";
+  config.optimizer.params["momentum"] = 0.5f;
   config.initializer.type = InitializerType::kZeros;
   auto table = Make(config);
   const absl::flat_hash_set<uint32_t> live = {0, 1};

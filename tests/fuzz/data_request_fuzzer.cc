@@ -96,7 +96,7 @@ ClusterConfig MakeConfig() {
   config.num_workers = kNumWorkers;
   config.server.threads = 1;
   auto add = [&](const char* name, TableKind kind, uint64_t size,
-                 uint32_t dim, Consistency consistency, OptimizerType opt) {
+                 uint32_t dim, Consistency consistency, const char* opt) {
     TableConfig t;
     t.name = name;
     t.table_id = static_cast<uint32_t>(config.tables.size());
@@ -106,7 +106,7 @@ ClusterConfig MakeConfig() {
     t.consistency = consistency;
     t.staleness = consistency == Consistency::kSsp ? 1 : 0;
     t.optimizer.type = opt;
-    t.optimizer.learning_rate = opt == OptimizerType::kSgd ? 1.0f : 0.1f;
+    t.optimizer.learning_rate = std::string(opt) == "sgd" ? 1.0f : 0.1f;
     t.initializer.type = InitializerType::kUniform;
     t.initializer.low = -1.0f;
     t.initializer.high = 1.0f;
@@ -114,17 +114,17 @@ ClusterConfig MakeConfig() {
     config.tables.push_back(t);
   };
   add("dense_async", TableKind::kDense, 37, 0, Consistency::kAsync,
-      OptimizerType::kSgd);
+      "sgd");
   add("sparse_async", TableKind::kSparse, 0, 3, Consistency::kAsync,
-      OptimizerType::kSgd);
+      "sgd");
   add("dense_sync", TableKind::kDense, 16, 0, Consistency::kSync,
-      OptimizerType::kMomentum);
+      "momentum");
   add("sparse_sync", TableKind::kSparse, 0, 2, Consistency::kSync,
-      OptimizerType::kAdam);
+      "adam");
   add("dense_ssp", TableKind::kDense, 9, 0, Consistency::kSsp,
-      OptimizerType::kAdagrad);
+      "adagrad");
   add("sparse_ssp", TableKind::kSparse, 0, 4, Consistency::kSsp,
-      OptimizerType::kSgd);
+      "sgd");
   return config;
 }
 
