@@ -17,7 +17,7 @@ PACKAGES=(
   iproute2 nftables  # tests/netns: namespaces, tc, partitions
   # Python client (client/python) and its tests; C++ SDK example (cmake)
   python3-dev pybind11-dev python3-pip python3-setuptools python3-wheel
-  python3-numpy python3-pytest python3-torch python3-yaml cmake
+  python3-numpy python3-torch python3-yaml cmake
 )
 
 missing=()
