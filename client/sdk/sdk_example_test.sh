@@ -19,9 +19,11 @@ trap cleanup EXIT
 prefix="$T/prefix"
 mkdir -p "$prefix"
 tar -C "$prefix" -xf "$R/client/sdk/ps_client_sdk.tar"
-# The public headers must not drag in the built-in worker or generated code.
-if find "$prefix/include" -path '*worker*' -o -name '*.pb.h' | grep -q .; then
-  echo "FAIL: SDK headers include worker or protobuf headers" >&2
+# The public headers must not drag in the built-in worker (its headers or
+# its training settings) or generated protocol code.
+if find "$prefix/include" -path '*worker*' -o -name '*.pb.h' | grep -q . ||
+   grep -rq TrainingConfig "$prefix/include"; then
+  echo "FAIL: SDK headers include the worker's or protobuf headers" >&2
   find "$prefix/include" >&2
   exit 1
 fi
