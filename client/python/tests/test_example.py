@@ -43,3 +43,27 @@ def test_two_workers_train_fashion_mnist(make_cluster):
                                 re.M).group(1)) for out, _ in outputs]
     assert accuracy[0] == accuracy[1]
     assert accuracy[0] > 0.65, accuracy  # 100 steps of batch 128
+
+
+def test_ps_launch_runs_it_as_the_worker_command(tmp_path):
+    """ps_launch --worker_cmd with the main job's config: the launcher parses
+    the example's lines into its RESULT line."""
+    launcher = os.path.join(os.environ["TEST_SRCDIR"], "ps", "deploy",
+                            "launcher", "ps_launch")
+    run = subprocess.run(
+        [launcher, f"--config={CONFIG}", "--epochs=1", "--progress=plain",
+         "--server_bin=" + os.environ["PS_SERVER_BIN"],
+         f"--out_dir={tmp_path}",
+         "--worker_cmd=" + f"{sys.executable} "
+         f"{os.path.join(EXAMPLES, 'train_fashion_mnist.py')} "
+         "--max_train_examples=12800 --eval_every_steps=50"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = [line for line in run.stdout.splitlines()
+              if line.startswith("RESULT ")]
+    assert len(result) == 1, run.stdout[-3000:]
+    assert "mode=sync servers=2 workers=2 epochs=1 " in result[0]
+    final = re.search(r"^\[worker 0\] FINAL .* test_accuracy=([\d.]+)",
+                      run.stdout, re.M)
+    assert final, run.stdout[-3000:]
+    assert f"test_accuracy={final.group(1)} " in result[0]
