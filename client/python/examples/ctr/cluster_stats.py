@@ -1,0 +1,102 @@
+"""What the CTR job reports about the servers: rows per table from the
+servers' GetStats (``client.stats()``), and memory per shard from /proc.
+
+Memory: GetStats carries no memory figure today, so the resident set size
+(VmRSS) and its peak (VmHWM) come from /proc/<pid>/status of the server
+process, found as the owner of the socket listening on the shard's port.
+That works when the servers run on this host (ps_launch, tests); for a
+remote server the memory is unknown (None) and reported as absent.
+
+Rows: ``num_rows`` per shard. The table-lifecycle counters (rows admitted
+and evicted) are reported too once the servers' stats carry them: every
+counter in ROW_COUNTERS that a shard's table stats has is summed.
+"""
+
+import os
+
+__all__ = ["ROW_COUNTERS", "table_rows", "listening_pid", "process_memory",
+           "shard_memory"]
+
+# Row counters of a sparse table's stats, as the servers report them
+# (ShardStats.Table attributes); absent ones are skipped.
+ROW_COUNTERS = ("num_rows", "rows_admitted", "rows_evicted")
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0")
+
+
+def table_rows(stats, table):
+    """{counter: [value per shard]} of ``table`` for the counters in
+    ROW_COUNTERS that the servers report. ``stats`` is client.stats()."""
+    rows = {}
+    for counter in ROW_COUNTERS:
+        values = []
+        for shard in stats:
+            t = next((t for t in shard.tables if t.name == table), None)
+            if t is None or not hasattr(t, counter):
+                break
+            values.append(int(getattr(t, counter)))
+        else:
+            rows[counter] = values
+    return rows
+
+
+def _listening_inodes(port):
+    """Inodes of sockets in LISTEN state on ``port`` (IPv4 and IPv6)."""
+    inodes = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)  # header
+                for line in f:
+                    fields = line.split()
+                    local, state, inode = fields[1], fields[3], fields[9]
+                    if state == "0A" and int(local.rsplit(":", 1)[1],
+                                             16) == port:
+                        inodes.add(inode)
+        except OSError:
+            continue
+    return inodes
+
+
+def listening_pid(address):
+    """Pid of the local process listening on ``address`` ("host:port"), or
+    None (a remote host, or no such process visible to us)."""
+    host, _, port = address.rpartition(":")
+    if host not in _LOCAL_HOSTS or not port.isdigit():
+        return None
+    targets = {f"socket:[{i}]" for i in _listening_inodes(int(port))}
+    if not targets:
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            for fd in os.listdir(fd_dir):
+                if os.readlink(os.path.join(fd_dir, fd)) in targets:
+                    return int(pid)
+        except OSError:  # gone, or not ours to read
+            continue
+    return None
+
+
+def process_memory(pid):
+    """{"rss": bytes, "hwm": bytes} of process ``pid`` from
+    /proc/<pid>/status, or None when it cannot be read."""
+    memory = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    memory[key[2:].lower()] = int(value.split()[0]) * 1024
+    except OSError:
+        return None
+    return memory if len(memory) == 2 else None
+
+
+def shard_memory(addresses):
+    """[process_memory of the server at each address, or None]."""
+    result = []
+    for address in addresses:
+        pid = listening_pid(address)
+        result.append(process_memory(pid) if pid is not None else None)
+    return result
