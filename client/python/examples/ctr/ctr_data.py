@@ -9,7 +9,9 @@ A data set is a directory::
     train/dense.npy    (N, 13)  float32  integer counts as in Criteo (I1-I13);
                                          missing values are 0
     train/ids.npy      (N, 26)  uint64   categorical ids, field in the top byte
-    test/...           the same for the held-out examples
+    test/...           the same for the held-out examples, plus (synthetic
+    test/teacher.npy   (N,)     float32  data only) the teacher's click
+                                         probability of each example
 
 ``.npy`` is numpy's documented array format (a small header, then the raw
 little-endian array): ``numpy.load(path, mmap_mode="r")`` reads it without
@@ -43,21 +45,26 @@ FORMAT_VERSION = 1
 
 
 class Split:
-    """One split's arrays (numpy, possibly memory-mapped)."""
+    """One split's arrays (numpy, possibly memory-mapped); ``teacher`` is
+    None or the teacher's click probabilities (synthetic data)."""
 
-    def __init__(self, labels, dense, ids):
-        if not (len(labels) == len(dense) == len(ids)):
-            raise ValueError(f"split arrays differ in length: labels "
-                             f"{len(labels)}, dense {len(dense)}, ids "
-                             f"{len(ids)}")
+    def __init__(self, labels, dense, ids, teacher=None):
+        lengths = [len(labels), len(dense), len(ids)]
+        if teacher is not None:
+            lengths.append(len(teacher))
+        if len(set(lengths)) != 1:
+            raise ValueError(f"split arrays differ in length: labels, dense, "
+                             f"ids(, teacher): {lengths}")
         self.labels, self.dense, self.ids = labels, dense, ids
+        self.teacher = teacher
 
     def __len__(self):
         return len(self.labels)
 
     def rows(self, lo, hi):
-        """Examples [lo, hi) as a new Split (views when memory-mapped)."""
-        return Split(self.labels[lo:hi], self.dense[lo:hi], self.ids[lo:hi])
+        """Examples [lo, hi) as a new Split (views of the arrays)."""
+        return Split(self.labels[lo:hi], self.dense[lo:hi], self.ids[lo:hi],
+                     None if self.teacher is None else self.teacher[lo:hi])
 
 
 def mix64(x):
@@ -85,11 +92,20 @@ def field_ids(values, field):
     return values | np.uint64(field << FIELD_SHIFT)
 
 
-def dense_stats(dense):
-    """Per-feature mean and std (float64 lists) of log1p(max(dense, 0))."""
-    x = np.log1p(np.maximum(np.asarray(dense, np.float64), 0.0))
-    std = x.std(axis=0)
-    return x.mean(axis=0).tolist(), np.where(std > 0, std, 1.0).tolist()
+def dense_stats(dense, chunk=1 << 20):
+    """Per-feature mean and std (float64 lists) of log1p(max(dense, 0)),
+    read ``chunk`` rows at a time (``dense`` may be a large memmap). A
+    constant feature gets std 1."""
+    total = np.zeros(NUM_DENSE)
+    squares = np.zeros(NUM_DENSE)
+    for lo in range(0, len(dense), chunk):
+        x = np.log1p(np.maximum(np.asarray(dense[lo:lo + chunk],
+                                           np.float64), 0.0))
+        total += x.sum(0)
+        squares += (x * x).sum(0)
+    mean = total / len(dense)
+    std = np.sqrt(np.maximum(squares / len(dense) - mean * mean, 0.0))
+    return mean.tolist(), np.where(std > 0, std, 1.0).tolist()
 
 
 def normalize_dense(dense, meta):
@@ -110,6 +126,9 @@ def write_split(directory, name, split):
             np.ascontiguousarray(split.dense, np.float32))
     np.save(os.path.join(path, "ids.npy"),
             np.ascontiguousarray(split.ids, np.uint64))
+    if split.teacher is not None:
+        np.save(os.path.join(path, "teacher.npy"),
+                np.ascontiguousarray(split.teacher, np.float32))
 
 
 def write_meta(directory, meta):
@@ -157,4 +176,12 @@ def load_split(directory, name, mmap=True):
                              f"expected {np.dtype(dtype)} with "
                              f"{ndim} dimensions" +
                              (f", {width} columns" if width else ""))
-    return Split(arrays["labels"], arrays["dense"], arrays["ids"])
+    teacher = os.path.join(path, "teacher.npy")
+    teacher = (np.load(teacher, mmap_mode=mode) if os.path.exists(teacher)
+               else None)
+    if teacher is not None and (teacher.dtype != np.float32 or
+                                teacher.shape != arrays["labels"].shape):
+        raise ValueError(f"{path}/teacher.npy: {teacher.dtype} "
+                         f"{teacher.shape}, expected float32 "
+                         f"{arrays['labels'].shape}")
+    return Split(arrays["labels"], arrays["dense"], arrays["ids"], teacher)

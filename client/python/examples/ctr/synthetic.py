@@ -163,7 +163,7 @@ def _bias_for_ctr(logit, ctr):
 
 
 def _logloss(labels, p):
-    p = np.clip(p, 1e-12, 1 - 1e-12)
+    p = np.clip(np.asarray(p, np.float64), 1e-12, 1 - 1e-12)
     return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
 
@@ -203,13 +203,13 @@ def generate(num_train, num_test, seed=1, vocab_scale=1.0, tail_count=5000.0,
     train = ctr_data.Split(labels[:num_train], dense[:num_train],
                            ids[:num_train])
     test = ctr_data.Split(labels[num_train:], dense[num_train:],
-                          ids[num_train:])
+                          ids[num_train:], p[num_train:].astype(np.float32))
     meta.update({
         "source": "synthetic", "seed": seed, "num_train": num_train,
         "num_test": num_test, "vocab_scale": vocab_scale,
         "tail_count": tail_count, "fields": [list(f) for f in fields],
-        "teacher_auc": auc.roc_auc(test.labels, p[num_train:]),
-        "teacher_logloss": _logloss(test.labels, p[num_train:]),
+        "teacher_auc": auc.roc_auc(test.labels, test.teacher),
+        "teacher_logloss": _logloss(test.labels, test.teacher),
         "train_ctr": float(train.labels.mean()),
         "distinct_ids_train": int(sum(len(np.unique(train.ids[:, f]))
                                       for f in range(ctr_data.NUM_SPARSE))),

@@ -1,0 +1,134 @@
+"""End to end: the CTR job on tiny synthetic data, under ps_launch
+--worker_cmd as the README runs it (2 real servers, 2 worker processes)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ctr_data
+import model
+
+RUNFILES = os.path.join(os.environ["TEST_SRCDIR"], "ps")
+TRAINER = os.path.join(RUNFILES, "client", "python", "examples", "ctr",
+                       "train_ctr.py")
+CONFIG = os.path.join(RUNFILES, "deploy", "examples", "ctr.yaml")
+LAUNCHER = os.path.join(RUNFILES, "deploy", "launcher", "ps_launch")
+TINY = ["--num_train=40000", "--num_test=10000", "--vocab_scale=0.01",
+        "--batch_size=512", "--eval_every_steps=15", "--log_every_steps=5"]
+
+
+def fields(line):
+    return dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+
+
+def worker_line(out, worker, kind):
+    found = re.findall(rf"^\[worker {worker}\] ({kind} .*)$", out, re.M)
+    assert len(found) == 1, out[-4000:]
+    return fields(found[0])
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """One run of the job; (stdout, data set directory, out_dir)."""
+    tmp = tmp_path_factory.mktemp("ctr")
+    command = " ".join([sys.executable, TRAINER, *TINY,
+                        f"--data_dir={tmp}/data", f"--out_dir={tmp}/plots"])
+    run = subprocess.run(
+        [LAUNCHER, f"--config={CONFIG}", "--progress=plain",
+         "--server_bin=" + os.environ["PS_SERVER_BIN"],
+         f"--out_dir={tmp}/launch", f"--worker_cmd={command}"],
+        capture_output=True, text=True, timeout=400, cwd=tmp)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    (data,) = [os.path.join(tmp, "data", d)
+               for d in os.listdir(os.path.join(tmp, "data"))
+               if d.startswith("synthetic_")]
+    return run.stdout, data, tmp
+
+
+def test_auc_is_near_the_teachers(job):
+    out, data, _ = job
+    final = worker_line(out, 0, "FINAL")
+    meta = ctr_data.read_meta(data)
+    auc = float(final["auc"])
+    assert auc > 0.72, final  # teacher ~0.79 here; chance is 0.5
+    assert final["teacher_auc"] == f"{meta['teacher_auc']:.4f}"
+    assert float(final["auc_gap"]) == pytest.approx(
+        meta["teacher_auc"] - auc, abs=1e-4)
+    assert final["test_accuracy"] == final["auc"]
+    assert final["steps"] == "39"  # 20000 examples per worker / 512
+
+
+def test_result_line_carries_the_auc(job):
+    out, _, _ = job
+    result = [line for line in out.splitlines() if line.startswith("RESULT")]
+    assert len(result) == 1, out[-3000:]
+    assert result[0].startswith(
+        "RESULT model=wide_deep(26x9,221-128-64-1) mode=async servers=2 "
+        "workers=2 epochs=1 ")
+    final = worker_line(out, 0, "FINAL")
+    assert f" test_accuracy={final['auc']} " in result[0]
+    assert float(fields(result[0])["samples_per_s"]) > 0
+    for w in (0, 1):
+        done = worker_line(out, w, "DONE")
+        assert done["steps"] == "39" and done["samples"] == str(39 * 512)
+
+
+def test_rows_are_every_id_pulled(job):
+    """Rows are created on first pull: every training id (pulled to train)
+    and every held-out id (pulled by the final evaluation), nothing else."""
+    out, data, _ = job
+    final = worker_line(out, 0, "FINAL")
+    train = ctr_data.load_split(data, "train")
+    test = ctr_data.load_split(data, "test")
+    trained = 39 * 512  # of each worker's 20000 examples
+    used = np.unique(np.concatenate([
+        train.ids[:trained], train.ids[20000:20000 + trained],
+        test.ids]).ravel())
+    assert int(final["rows"]) == len(used)
+    shards = [int(x) for x in final["shard_rows"].split(",")]
+    assert len(shards) == 2 and sum(shards) == len(used)
+    assert min(shards) > 0.4 * len(used)  # hashed over both shards
+
+
+def test_memory_per_shard_from_proc(job):
+    out, _, _ = job
+    final = worker_line(out, 0, "FINAL")
+    assert final["memory_source"] == "proc"
+    rss = [float(x) for x in final["shard_rss_mib"].split(",")]
+    peak = [float(x) for x in final["shard_peak_rss_mib"].split(",")]
+    assert len(rss) == 2 and all(0 < r <= p for r, p in zip(rss, peak))
+    assert "rss_growth_bytes_per_row" in final
+
+
+def test_curve_and_plot_written(job):
+    out, _, tmp = job
+    files = sorted(os.listdir(os.path.join(tmp, "plots")))
+    assert [f.rsplit(".", 1)[1] for f in files] == ["csv", "png"], files
+    with open(os.path.join(tmp, "plots", files[0])) as f:
+        rows = f.read().splitlines()
+    assert rows[0] == "time_s,step,loss,auc"
+    aucs = [r for r in rows[1:] if not r.endswith(",")]
+    assert len(aucs) == 3  # EVAL at steps 15 and 30, and FINAL
+    assert len(os.listdir(os.path.join(tmp, "launch"))) >= 3  # launcher's
+
+
+def test_dense_table_of_the_wrong_size_is_refused(tmp_path, job):
+    """A model that does not fit the config's dense table: a clear error
+    naming the size it needs."""
+    _, data, _ = job
+    needed = model.WideAndDeep(8, [64]).num_dense_parameters()
+    from ps_client.testing import LocalCluster
+    body = open(CONFIG).read().split("\nlog_level:", 1)[1]
+    with LocalCluster("log_level:" + body, num_servers=1,
+                      num_workers=1) as cluster:
+        run = subprocess.run(
+            [sys.executable, TRAINER, f"--dataset={data}", "--hidden=64",
+             f"--config={cluster.client_config_path}", "--index=0"],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 1
+    assert (f"dense table 'mlp' has 36737 elements; the model (embedding "
+            f"dim 8, hidden 64) needs exactly {needed}") in run.stderr
