@@ -35,7 +35,8 @@ class WideAndDeep(torch.nn.Module):
                              "column and at least one deep column (table "
                              "dim >= 2)")
         self.embed_dim = embed_dim
-        layers, width = [], ctr_data.NUM_DENSE + ctr_data.NUM_SPARSE * embed_dim
+        width = ctr_data.NUM_DENSE + ctr_data.NUM_SPARSE * embed_dim
+        layers = []
         for h in hidden:
             layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
             width = h

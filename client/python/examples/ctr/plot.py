@@ -5,7 +5,7 @@ import os
 import subprocess
 import time
 
-__all__ = ["write_curve"]
+__all__ = ["write_curve", "report"]
 
 
 def write_curve(out_dir, points, teacher_auc=None, title="CTR job"):
@@ -56,5 +56,14 @@ def _gnuplot_script(points, teacher_auc, png, title):
             "set xlabel \"training time (s, worker 0)\"\n"
             "set ylabel \"training loss (binary cross-entropy)\"\n"
             "set y2label \"AUC\"\nset ytics nomirror\nset y2tics\n"
-            "set grid\nset key center right\n"
+            "set grid\nset key below\n"
             "plot " + ", \\\n     ".join(plots or ["0 notitle"]) + "\n")
+
+
+def report(out_dir, points, meta, title):
+    """write_curve, with the teacher's AUC when ``meta`` (a data set's
+    meta.json) has one, and a line naming the files."""
+    csv, png = write_curve(out_dir, points, meta.get("teacher_auc"), title)
+    print(f"curve: {csv}" + (f", plot: {png}" if png else
+                             " (no plot: gnuplot failed or is missing)"),
+          flush=True)

@@ -132,3 +132,20 @@ def test_dense_table_of_the_wrong_size_is_refused(tmp_path, job):
     assert run.returncode == 1
     assert (f"dense table 'mlp' has 36737 elements; the model (embedding "
             f"dim 8, hidden 64) needs exactly {needed}") in run.stderr
+
+
+def test_in_process_ceiling_trains_the_same_job(tmp_path, job):
+    """train_in_process.py: the same model, data and schedule in one
+    process (the figures' ceiling) reaches a like AUC."""
+    out, data, _ = job
+    run = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(TRAINER),
+                                      "train_in_process.py"),
+         f"--config={CONFIG}", f"--dataset={data}", "--batch_size=512",
+         "--eval_every_steps=0", f"--out_dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    final = fields(re.search(r"^FINAL .*$", run.stdout, re.M).group(0))
+    assert final["steps"] == "78"  # 40000 examples / 512
+    cluster = float(worker_line(out, 0, "FINAL")["auc"])
+    assert abs(float(final["auc"]) - cluster) < 0.03, (final, cluster)
