@@ -146,7 +146,10 @@ def main(argv=None):
     client.barrier()  # every worker's updates are in
     job_wall = time.monotonic() - start
     if lead:
-        params.pull()
+        # The final model, with every worker's last update (params.pull()
+        # would reuse this worker's last push-pull on an async table).
+        client.pull_dense(params.table, offset=params.offset,
+                          out=params.values).wait()
         value, logloss = job.evaluate(model, lookup, test, meta)
         curve.append({"time_s": job_wall, "step": steps, "auc": value})
         samples = steps * batch * config.num_workers  # equal shares
