@@ -55,11 +55,12 @@ class WideAndDeep(torch.nn.Module):
         return wide + deep.squeeze(1)
 
     def describe(self):
-        """E.g. "wide_deep(26x9,221-128-64-1)": rows per example x row
-        floats, then the MLP's layer widths."""
+        """E.g. "wide-deep(26x9,221-128-64-1)": rows per example x row
+        floats, then the MLP's layer widths (no underscore: the launcher's
+        gnuplot title would set what follows one as a subscript)."""
         widths = [self.mlp[0].in_features] + [
             m.out_features for m in self.mlp if isinstance(m, torch.nn.Linear)]
-        return (f"wide_deep({ctr_data.NUM_SPARSE}x{self.row_dim},"
+        return (f"wide-deep({ctr_data.NUM_SPARSE}x{self.row_dim},"
                 f"{'-'.join(map(str, widths))})")
 
     def num_dense_parameters(self):

@@ -67,7 +67,7 @@ def test_result_line_carries_the_auc(job):
     result = [line for line in out.splitlines() if line.startswith("RESULT")]
     assert len(result) == 1, out[-3000:]
     assert result[0].startswith(
-        "RESULT model=wide_deep(26x9,221-128-64-1) mode=async servers=2 "
+        "RESULT model=wide-deep(26x9,221-128-64-1) mode=async servers=2 "
         "workers=2 epochs=1 ")
     final = worker_line(out, 0, "FINAL")
     assert f" test_accuracy={final['auc']} " in result[0]
