@@ -24,7 +24,8 @@
 namespace ps::replication {
 namespace {
 
-constexpr char kReadyLine[] = "ready to serve client requests";
+// etcd 3.4 (zap logger) logs this once its client listener serves.
+constexpr char kReadyLine[] = "serving client traffic";
 constexpr char kPortInUse[] = "address already in use";
 constexpr int kPortAttempts = 5;
 

@@ -6,7 +6,7 @@
 // Ports: with client_port / peer_port 0 the launcher picks free ports (binds
 // port 0, reads the port back, closes it) and retries with new ones when
 // etcd then fails to bind (another process took the port in between).
-// Readiness: etcd's log line "ready to serve client requests", plus a
+// Readiness: etcd's log line "serving client traffic ...", plus a
 // Maintenance.Status answer over gRPC when the address is reachable from
 // this process (not for a command_prefix placement in a test namespace,
 // which this process cannot reach by design).
