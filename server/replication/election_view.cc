@@ -107,6 +107,7 @@ absl::Status ElectionView::Resync() {
 absl::Status ElectionView::Session() {
   if (absl::Status s = Resync(); !s.ok()) return s;
   grpc::ClientContext context;
+  context.set_wait_for_ready(true);  // see EtcdClient: waiting calls drive reconnection
   int64_t start_revision;
   {
     absl::MutexLock lock(&mu_);
