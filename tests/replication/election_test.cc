@@ -83,6 +83,10 @@ TEST_F(ElectionTest, ExactlyOnePrimaryAndTermsIncreaseOnEveryResign) {
   auto observer_client = NewClient();
   ElectionView observer(observer_client.get(), prefix);
   for (int i = 0; i < 3; ++i) AddContender(prefix, i);
+  ASSERT_TRUE(observer
+                  .WaitFor([](const ElectionSnapshot& s) { return s.candidates.size() == 3; },
+                           absl::Seconds(10))
+                  .ok());
 
   std::set<int> served;
   int64_t last_term = 0;
