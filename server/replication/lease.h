@@ -21,7 +21,8 @@
 //
 // Thread safety: thread-safe. The keep-alive thread is owned by this object
 // and joined by the destructor, which revokes the lease (best effort) unless
-// it is already lost.
+// it is already lost; with etcd unreachable that revoke blocks for the
+// client's call_timeout, and etcd expires the lease after its TTL instead.
 #ifndef PS_SERVER_REPLICATION_LEASE_H_
 #define PS_SERVER_REPLICATION_LEASE_H_
 
