@@ -299,4 +299,22 @@ void Elector::Run() {
   }
 }
 
+absl::Status DeposeLeader(const EtcdClient& client, const Candidate& leader) {
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::Compare* guard = txn.add_compare();
+  guard->set_key(leader.key);
+  guard->set_target(etcdserverpb::Compare::CREATE);
+  guard->set_result(etcdserverpb::Compare::EQUAL);
+  guard->set_create_revision(leader.create_revision);
+  txn.add_success()->mutable_request_delete_range()->set_key(leader.key);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
+  if (!response.ok()) return response.status();
+  if (!response->succeeded()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("term ", leader.create_revision, " already ended (", leader.key,
+                     " is gone or was re-created)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ps::replication

@@ -151,6 +151,17 @@ class Elector {
   std::thread thread_;
 };
 
+// Ends `leader`'s term from outside (e.g. a backup that saw the primary's
+// process die: connection refused, so not a partition): deletes its key in a
+// Txn guarded by the key's create revision, so a term that already ended (or
+// a newer leader under the same name) is never touched. The next contender is
+// elected as soon as its watch delivers the deletion, instead of after the
+// lease TTL. A deposed primary that is still alive stops claiming when its
+// own watch delivers the deletion (see Elector), and data safety never
+// depended on that timing (TermFence). FAILED_PRECONDITION "term <t> already
+// ended" when the guard fails; etcd errors as EtcdClient.
+absl::Status DeposeLeader(const EtcdClient& client, const Candidate& leader);
+
 }  // namespace ps::replication
 
 #endif  // PS_SERVER_REPLICATION_ELECTOR_H_

@@ -1,10 +1,11 @@
 // Elections of "primary of a shard" through Elector against a real etcd, with
 // several contenders in this process (each with its own connection): exactly
 // one primary, terms that increase on every change, hand-over on resign and
-// on deletion of the primary's key, the guarded (fenced) Txn, and what an
+// on deposition (DeposeLeader), the guarded (fenced) Txn, and what an
 // observer (ElectionView) sees.
 #include "server/replication/elector.h"
 
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -131,21 +132,30 @@ TEST_F(ElectionTest, ExactlyOnePrimaryAndTermsIncreaseOnEveryResign) {
   EXPECT_TRUE(empty.ok()) << empty.status();
 }
 
-TEST_F(ElectionTest, DeletingThePrimarysKeyHandsOverAndTheOldOneCampaignsAgain) {
+TEST_F(ElectionTest, DeposingThePrimaryHandsOverAtOnceAndTheOldOneCampaignsAgain) {
   const std::string prefix = "/ps/election/delete/";
   for (int i = 0; i < 2; ++i) AddContender(prefix, i);
   const int first = WaitForSinglePrimary(absl::Seconds(10));
   ASSERT_GE(first, 0);
   const RoleState old_state = electors_[first]->state();
-  // An operator removes the primary's key (etcdctl del).
-  etcdserverpb::DeleteRangeRequest del;
-  del.set_key(old_state.key);
-  ASSERT_TRUE(clients_[0]->DeleteRange(del).ok());
+  ASSERT_TRUE(old_state.leader.has_value());
+  // A peer that saw the primary's process die deposes it (guarded delete).
+  const absl::Time deposed_at = absl::Now();
+  ASSERT_TRUE(DeposeLeader(*clients_[0], *old_state.leader).ok());
   const int second = 1 - first;
   absl::StatusOr<RoleState> next = electors_[second]->WaitFor(
       [](const RoleState& s) { return s.role == Role::kPrimary; }, absl::Seconds(5));
   ASSERT_TRUE(next.ok()) << next.status();
+  const absl::Duration handover = absl::Now() - deposed_at;
+  std::printf("deposition -> new primary: %.1f ms\n", absl::ToDoubleMilliseconds(handover));
+  EXPECT_LT(handover, absl::Seconds(1));  // no lease TTL in the path
   EXPECT_GT(next->term, old_state.term);
+  // Deposing the same term again touches nothing (the new leader stays).
+  const absl::Status again_deposed = DeposeLeader(*clients_[0], *old_state.leader);
+  EXPECT_EQ(again_deposed.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(again_deposed.message(),
+            absl::StrCat("term ", old_state.term, " already ended (", old_state.key,
+                         " is gone or was re-created)"));
   // The deposed one saw the deletion, took a new lease and key, and waits.
   absl::StatusOr<RoleState> again = electors_[first]->WaitFor(
       [&](const RoleState& s) {
