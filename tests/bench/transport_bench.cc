@@ -10,6 +10,7 @@
 //                   [--worker_malloc_tuning=false] [--json_out FILE]
 //                   [--keep_run_files]
 //                   [--link_rate_mbit R [--link_rtt_us T] | --netns]
+//                   [--server_prefix 'CMD...'] [--worker_prefix 'CMD...']
 //
 // Process layout: this binary is the coordinator. It starts ps_server
 // processes and re-executes itself as `--role=worker` (one process per
@@ -82,6 +83,7 @@
 #include "tests/bench/transport_bench_link.h"
 #include "tests/bench/transport_bench_plan.h"
 #include "tests/bench/transport_bench_process.h"
+#include "tests/bench/transport_bench_report.h"
 #include "tests/bench/transport_bench_worker.h"
 
 ABSL_FLAG(std::string, role, "coordinator",
@@ -127,6 +129,12 @@ ABSL_FLAG(int64_t, link_rtt_us, 0,
           "shaped-link mode: round trip added between any worker and server "
           "(netem delay of rtt/4 on each host link and direction; refused with "
           "exit code 3 on kernels without sch_netem)");
+ABSL_FLAG(std::string, server_prefix, "",
+          "command prefix for every ps_server (space-separated), e.g. a profiler: "
+          "'/usr/bin/perf stat -x, -o FILE -e task-clock,context-switches --'");
+ABSL_FLAG(std::string, worker_prefix, "",
+          "command prefix for every worker process (space-separated), e.g. "
+          "'/usr/bin/valgrind --tool=callgrind --callgrind-out-file=FILE'");
 ABSL_FLAG(bool, netns, false,
           "run every process in network namespaces without shaping (implied by "
           "--link_rate_mbit / --link_rtt_us)");
@@ -232,6 +240,15 @@ struct Config {
   int servers = 0, workers = 0;
 };
 
+// `site` with `prefix` (space-separated words) appended to its command
+// prefix.
+Site WithPrefix(Site site, const std::string& prefix) {
+  for (absl::string_view word : absl::StrSplit(prefix, ' ', absl::SkipEmpty())) {
+    site.prefix.emplace_back(word);
+  }
+  return site;
+}
+
 // Where every process runs: this namespace, or the hosts of a LinkNetwork.
 struct Placement {
   std::unique_ptr<LinkNetwork> link;  // null: loopback
@@ -248,13 +265,6 @@ struct CeilingPlan {
   std::vector<Exchange> single;
   std::map<int, std::vector<Exchange>> multi;  // streams -> total exchanges
   std::vector<uint64_t> memcpy_bytes;
-};
-
-// The ceilings of one measurement pass (see the file comment).
-struct Ceilings {
-  std::map<Exchange, Timing> tcp, floor;
-  std::map<std::pair<Exchange, int>, Timing> tcp_multi;  // (total, streams)
-  std::map<uint64_t, Timing> memcpy;
 };
 
 Exchange Scaled(const Exchange& e, int w) { return {e.first * w, e.second * w}; }
@@ -387,49 +397,6 @@ void MeasureCeilings(const std::string& dir, const CeilingPlan& plan, const Plac
   for (size_t i = 0; i < m.size(); ++i) KeepFaster(m[i], &kept->memcpy[plan.memcpy_bytes[i]]);
 }
 
-struct Row {
-  std::string config, op, detail;
-  int servers = 0, workers = 0;
-  uint64_t bytes_per_op = 0, keys_per_op = 0;
-  double gbps = 0, keys_per_s = 0, p50_us = 0, p99_us = 0;
-  // The one-connection TCP ceiling of one worker's exchange: throughput
-  // (payload / mean time) and median latency.
-  double ceiling_gbps = 0, ceiling_p50_us = 0;
-  // CPU microseconds per operation: all workers, all servers.
-  double client_cpu_us = 0, server_cpu_us = 0;
-  // gbps / ceiling_gbps and ceiling_p50_us / p50_us of the same run (with
-  // --runs > 1: the median of the runs' ratios).
-  double ratio = 0, p50_ratio = 0;
-  // The bare-gRPC floor's throughput for the same exchange, and gbps over it.
-  double floor_gbps = 0, floor_ratio = 0;
-  // The cell's total over the best connection count (tcp_streams_n), the
-  // best TCP figure (that or, for W = 1, the one-connection one), memcpy,
-  // the best ceiling of all, and gbps over them.
-  double tcp_streams_gbps = 0, tcp_best_gbps = 0, memcpy_gbps = 0, best_gbps = 0;
-  double tcp_streams_n = 0, tcp_best_n = 0;
-  std::string best;  // "tcp<n>" or "memcpy"
-  double ratio_tcp_best = 0, ratio_best = 0;
-  // Shaped links: what the links could carry for this cell (payload/s of
-  // all workers, no framing, no round trip), the analytic model, and gbps
-  // over each.
-  double link_gbps = 0, link_fraction = 0, model_gbps = 0, ratio_model = 0;
-};
-
-// Every numeric field of Row, for medians over runs.
-constexpr double Row::*kRowFields[] = {
-    &Row::gbps, &Row::keys_per_s, &Row::p50_us, &Row::p99_us, &Row::ceiling_gbps,
-    &Row::ceiling_p50_us, &Row::client_cpu_us, &Row::server_cpu_us, &Row::ratio,
-    &Row::p50_ratio, &Row::floor_gbps, &Row::floor_ratio, &Row::tcp_streams_gbps,
-    &Row::tcp_best_gbps, &Row::memcpy_gbps, &Row::best_gbps, &Row::tcp_streams_n,
-    &Row::tcp_best_n, &Row::ratio_tcp_best, &Row::ratio_best, &Row::link_gbps,
-    &Row::link_fraction, &Row::model_gbps, &Row::ratio_model};
-
-// Names the best ceiling of `row` from its figures.
-void NameBest(Row* row) {
-  row->best = row->best_gbps <= 0                        ? ""
-              : row->best_gbps == row->memcpy_gbps       ? "memcpy"
-                                                         : absl::StrCat("tcp", row->tcp_best_n);
-}
 
 std::string ClusterYaml(const Config& c, const std::string& device) {
   std::string yaml = "cluster:\n  servers:\n";
@@ -470,13 +437,16 @@ std::vector<std::string> StartServers(const Config& c, const std::string& device
   std::ofstream(config) << ClusterYaml(c, device);
   std::vector<std::string> addresses;
   for (int i = 0; i < c.servers; ++i) {
-    const Site site = placement.Server(i);
+    const Site site = WithPrefix(placement.Server(i), absl::GetFlag(FLAGS_server_prefix));
     const std::string port_file = absl::StrCat(dir, "/port_", name, "_", i);
     const std::string log = absl::StrCat(dir, "/server_", name, "_", i, ".log");
     pids->push_back(Spawn(site,
                           {server_bin, "--config=" + config, absl::StrCat("--index=", i),
                            "--listen=" + site.ip + ":0", "--port_file=" + port_file},
-                          log));
+                          // A profiler prefix and its server are stopped as
+                          // one group; otherwise the server stays in ours,
+                          // so a Ctrl-C of the benchmark reaches it too.
+                          log, /*own_group=*/!absl::GetFlag(FLAGS_server_prefix).empty()));
     const std::string port = WaitForPortFile(port_file, pids->back());
     if (port.empty()) {
       // A server that cannot start with this device (e.g. device: cuda on a
@@ -561,10 +531,11 @@ std::vector<Row> RunConfig(const Config& c, const std::string& device, const std
         absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes)),
         absl::StrCat("--worker_malloc_tuning=", absl::GetFlag(FLAGS_worker_malloc_tuning)),
         absl::StrCat("--quick=", absl::GetFlag(FLAGS_quick))};
-    worker_pids.push_back(Spawn(placement.Worker(w), args, ""));
+    worker_pids.push_back(
+        Spawn(WithPrefix(placement.Worker(w), absl::GetFlag(FLAGS_worker_prefix)), args, ""));
   }
   for (pid_t pid : worker_pids) ok = WaitSucceeded(pid) && ok;
-  for (pid_t pid : server_pids) kill(pid, SIGTERM);
+  for (pid_t pid : server_pids) StopGroup(pid);
   for (pid_t pid : server_pids) waitpid(pid, nullptr, 0);
   if (!ok) {
     if (skipped->empty()) {
@@ -608,8 +579,7 @@ void AssignStreamsAndMemcpy(const Ceilings& ceilings, const Exchange& e, const P
 
 // The link-rate and model figures of `row` on shaped links.
 void AssignLink(const Ceilings& ceilings, const Exchange& e, const LinkOptions& link, Row* row) {
-  auto rtt = ceilings.tcp.find({1, 1});
-  const double rtt_s = rtt == ceilings.tcp.end() ? 0 : rtt->second.p50_s;
+  const double rtt_s = RoundTripSeconds(ceilings);
   const bool dense = row->op.rfind("sparse", 0) != 0;
   const LinkModel m = ModelCell(e.first, e.second,
                                 ServerShares(dense, std::max(e.first, e.second),
@@ -713,160 +683,6 @@ std::vector<Row> MedianRows(const std::vector<std::vector<Row>>& runs) {
   return out;
 }
 
-void PrintCeilings(const Ceilings& ceilings, int runs) {
-  printf("\nRaw TCP ceiling (one connection, ping-pong, better of two runs%s),\n"
-         "and the bare-gRPC floor of the same exchange (one generic bidi stream, a peer\n"
-         "that only answers, the client thread polling its completion queue):\n",
-         runs > 1 ? "; median over the runs" : "");
-  printf("%12s %12s %12s %12s %12s %12s %12s %12s\n", "up bytes", "down bytes", "TCP GB/s",
-         "TCP p50 us", "TCP p99 us", "gRPC GB/s", "gRPC p50 us", "gRPC p99 us");
-  for (const auto& [e, c] : ceilings.tcp) {
-    const double bytes = std::max(e.first, e.second);
-    const Timing f = ceilings.floor.count(e) ? ceilings.floor.at(e) : Timing{};
-    printf("%12llu %12llu %12.3f %12.1f %12.1f %12.3f %12.1f %12.1f\n",
-           static_cast<unsigned long long>(e.first), static_cast<unsigned long long>(e.second),
-           c.measured() ? bytes / c.mean_s / 1e9 : 0.0, c.p50_s * 1e6, c.p99_s * 1e6,
-           f.measured() ? bytes / f.mean_s / 1e9 : 0.0, f.p50_s * 1e6, f.p99_s * 1e6);
-  }
-  printf("\nMulti-connection TCP ceiling: each cell's total (all workers' exchanges) split\n"
-         "over n connections, one thread per connection on each side, all in flight\n"
-         "together; GB/s = (up + down) / mean time:\n");
-  printf("%12s %12s %8s %12s %12s\n", "up bytes", "down bytes", "n", "GB/s", "p50 us");
-  for (const auto& [key, t] : ceilings.tcp_multi) {
-    printf("%12llu %12llu %8d %12.3f %12.1f\n", static_cast<unsigned long long>(key.first.first),
-           static_cast<unsigned long long>(key.first.second), key.second,
-           t.measured() ? (key.first.first + key.first.second) / t.mean_s / 1e9 : 0.0,
-           t.p50_s * 1e6);
-  }
-  if (!ceilings.memcpy.empty()) {
-    printf("\nmemcpy of the same totals (one thread):\n%12s %12s %12s\n", "bytes", "GB/s",
-           "p50 us");
-  }
-  for (const auto& [bytes, t] : ceilings.memcpy) {
-    printf("%12llu %12.3f %12.1f\n", static_cast<unsigned long long>(bytes),
-           t.measured() ? bytes / t.mean_s / 1e9 : 0.0, t.p50_s * 1e6);
-  }
-}
-
-void PrintRows(const std::vector<Row>& rows) {
-  printf("\nThroughput: payload of all workers / wall time (ceilings: payload / mean time\n"
-         "of an exchange, the same statistic); ratio = GB/s over the one-connection TCP\n"
-         "ceiling of one worker's exchange (p50 ratio: TCP p50 / our p50); vs gRPC =\n"
-         "GB/s over the bare-gRPC floor's; TCPn = the best multi-connection figure of the\n"
-         "cell's total (n connections; 1: the one-connection one), vs best = GB/s over the\n"
-         "best ceiling of the cell (TCP, TCPn or memcpy).\n"
-         "Dense push / push_pull through the client's %s calls.\n",
-         absl::GetFlag(FLAGS_zero_copy) ? "zero-copy (PushDenseZeroCopy)" : "copying (PushDense)");
-  printf("%-10s %-12s %-10s %9s %11s %10s %10s %9s %7s %9s %10s %10s %10s %7s %9s %3s %11s %7s "
-         "%7s\n",
-         "config", "op", "size", "GB/s", "keys/s", "p50 us", "p99 us", "TCP GB/s", "ratio",
-         "p50 ratio", "cli cpu/op", "srv cpu/op", "gRPC GB/s", "vs gRPC", "TCPn GB/s", "n",
-         "memcpy GB/s", "vs TCPn", "vs best");
-  for (const Row& r : rows) {
-    printf("%-10s %-12s %-10s %9.3f %11.0f %10.1f %10.1f %9.3f %7.2f %9.2f %10.1f %10.1f %10.3f "
-           "%7.2f %9.3f %3.0f %11.3f %7.2f %7.2f\n",
-           r.config.c_str(), r.op.c_str(), r.detail.c_str(), r.gbps, r.keys_per_s, r.p50_us,
-           r.p99_us, r.ceiling_gbps, r.ratio, r.p50_ratio, r.client_cpu_us, r.server_cpu_us,
-           r.floor_gbps, r.floor_ratio, r.tcp_best_gbps, r.tcp_best_n, r.memcpy_gbps,
-           r.ratio_tcp_best, r.ratio_best);
-  }
-}
-
-void PrintLinkRows(const std::vector<Row>& rows, const LinkOptions& link, double rtt_us) {
-  printf("\nShaped links: every host link %.0f Mbit/s per direction (tbf); round trip\n"
-         "%.1f us (1-byte TCP ping-pong p50 of this run; added by netem: %lld us).\n"
-         "link GB/s = payload of all workers the links could carry (busiest link\n"
-         "direction at the nominal rate); model = busiest link's bytes / (rate x %.3f\n"
-         "TCP framing) + one round trip per operation.\n",
-         link.rate_bits_per_s / 1e6, rtt_us, static_cast<long long>(link.rtt_us),
-         kTcpFrameEfficiency);
-  printf("%-10s %-12s %-10s %9s %10s %9s %10s %9s\n", "config", "op", "size", "GB/s", "link GB/s",
-         "of link", "model GB/s", "vs model");
-  for (const Row& r : rows) {
-    printf("%-10s %-12s %-10s %9.4f %10.4f %9.3f %10.4f %9.3f\n", r.config.c_str(), r.op.c_str(),
-           r.detail.c_str(), r.gbps, r.link_gbps, r.link_fraction, r.model_gbps, r.ratio_model);
-  }
-}
-
-std::string Json(const Ceilings& ceilings, const std::vector<Row>& rows, int runs,
-                 const Placement& placement) {
-  std::string json = absl::StrCat("{\"runs\":", runs, ",\"zero_copy\":",
-                                  absl::GetFlag(FLAGS_zero_copy) ? "true" : "false",
-                                  ",\"ceiling\":[");
-  const char* sep = "";
-  for (const auto& [e, c] : ceilings.tcp) {
-    const Timing f = ceilings.floor.count(e) ? ceilings.floor.at(e) : Timing{};
-    absl::StrAppend(&json, sep,
-                    absl::StrFormat("{\"up_bytes\":%d,\"down_bytes\":%d,\"p50_us\":%.1f,"
-                                    "\"p99_us\":%.1f,\"mean_us\":%.1f,"
-                                    "\"grpc_floor_p50_us\":%.1f,\"grpc_floor_p99_us\":%.1f,"
-                                    "\"grpc_floor_mean_us\":%.1f}",
-                                    e.first, e.second, c.p50_s * 1e6, c.p99_s * 1e6,
-                                    c.mean_s * 1e6, f.p50_s * 1e6, f.p99_s * 1e6, f.mean_s * 1e6));
-    sep = ",";
-  }
-  json += "],\"ceiling_tcp_streams\":[";
-  sep = "";
-  for (const auto& [key, t] : ceilings.tcp_multi) {
-    absl::StrAppend(&json, sep,
-                    absl::StrFormat("{\"up_bytes\":%d,\"down_bytes\":%d,\"streams\":%d,"
-                                    "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f}",
-                                    key.first.first, key.first.second, key.second, t.p50_s * 1e6,
-                                    t.p99_s * 1e6, t.mean_s * 1e6));
-    sep = ",";
-  }
-  json += "],\"ceiling_memcpy\":[";
-  sep = "";
-  for (const auto& [bytes, t] : ceilings.memcpy) {
-    absl::StrAppend(&json, sep,
-                    absl::StrFormat("{\"bytes\":%d,\"p50_us\":%.1f,\"mean_us\":%.1f}", bytes,
-                                    t.p50_s * 1e6, t.mean_s * 1e6));
-    sep = ",";
-  }
-  json += "],\"link\":";
-  if (placement.link) {
-    const LinkOptions& o = placement.link->options();
-    auto rtt = ceilings.tcp.find({1, 1});
-    absl::StrAppend(&json, absl::StrFormat("{\"rate_bits_per_s\":%d,\"rtt_added_us\":%d,"
-                                           "\"rtt_us\":%.1f,\"frame_efficiency\":%.4f}",
-                                           o.rate_bits_per_s, o.rtt_us,
-                                           rtt == ceilings.tcp.end() ? 0.0 : rtt->second.p50_s * 1e6,
-                                           kTcpFrameEfficiency));
-  } else {
-    json += "null";
-  }
-  json += ",\"results\":[";
-  sep = "";
-  for (const Row& r : rows) {
-    absl::StrAppend(
-        &json, sep,
-        absl::StrFormat("{\"config\":\"%s\",\"op\":\"%s\",\"size\":\"%s\",\"gbps\":%.4f,"
-                        "\"keys_per_s\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
-                        "\"ceiling_gbps\":%.4f,\"ceiling_p50_us\":%.1f,\"ratio\":%.3f,"
-                        "\"p50_ratio\":%.3f,\"client_cpu_us_per_op\":%.1f,"
-                        "\"server_cpu_us_per_op\":%.1f,\"grpc_floor_gbps\":%.4f,"
-                        "\"ratio_to_grpc_floor\":%.3f,",
-                        r.config, r.op, r.detail, r.gbps, r.keys_per_s, r.p50_us, r.p99_us,
-                        r.ceiling_gbps, r.ceiling_p50_us, r.ratio, r.p50_ratio, r.client_cpu_us,
-                        r.server_cpu_us, r.floor_gbps, r.floor_ratio),
-        absl::StrFormat("\"servers\":%d,\"workers\":%d,\"tcp_streams_gbps\":%.4f,"
-                        "\"tcp_streams_n\":%.0f,\"tcp_best_gbps\":%.4f,\"tcp_best_n\":%.0f,"
-                        "\"memcpy_gbps\":%.4f,\"best_ceiling_gbps\":%.4f,"
-                        "\"best_ceiling\":\"%s\",\"ratio_tcp_best\":%.3f,\"ratio_best\":%.3f",
-                        r.servers, r.workers, r.tcp_streams_gbps, r.tcp_streams_n,
-                        r.tcp_best_gbps, r.tcp_best_n, r.memcpy_gbps, r.best_gbps, r.best,
-                        r.ratio_tcp_best, r.ratio_best));
-    if (placement.link) {
-      absl::StrAppend(&json, absl::StrFormat(",\"link_gbps\":%.5f,\"link_fraction\":%.4f,"
-                                             "\"model_gbps\":%.5f,\"ratio_model\":%.4f",
-                                             r.link_gbps, r.link_fraction, r.model_gbps,
-                                             r.ratio_model));
-    }
-    json += "}";
-    sep = ",";
-  }
-  return json + "]}";
-}
 
 std::string FindServerBin() {
   std::string server_bin = absl::GetFlag(FLAGS_server_bin);
@@ -966,13 +782,12 @@ int RunCoordinator() {
   const std::vector<Row> rows = MedianRows(all_rows);
   if (runs > 1) printf("\nEvery figure below: the median of %d runs.\n", runs);
   PrintCeilings(ceilings, runs);
-  PrintRows(rows);
-  if (placement.link && placement.link->options().rate_bits_per_s > 0) {
-    auto rtt = ceilings.tcp.find({1, 1});
-    PrintLinkRows(rows, placement.link->options(),
-                  rtt == ceilings.tcp.end() ? 0.0 : rtt->second.p50_s * 1e6);
+  PrintRows(rows, absl::GetFlag(FLAGS_zero_copy));
+  const LinkOptions* link = placement.link ? &placement.link->options() : nullptr;
+  if (link != nullptr && link->rate_bits_per_s > 0) {
+    PrintLinkRows(rows, *link, RoundTripSeconds(ceilings) * 1e6);
   }
-  const std::string json = Json(ceilings, rows, runs, placement);
+  const std::string json = Json(ceilings, rows, runs, absl::GetFlag(FLAGS_zero_copy), link);
   printf("\nJSON %s\n", json.c_str());
   if (!absl::GetFlag(FLAGS_json_out).empty()) std::ofstream(absl::GetFlag(FLAGS_json_out)) << json;
   if (absl::GetFlag(FLAGS_keep_run_files)) {

@@ -1,6 +1,7 @@
 #include "tests/bench/transport_bench_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,7 +36,8 @@ bool ReadWholeFile(const std::string& path, std::string* out) {
   return true;
 }
 
-pid_t Spawn(const Site& site, const std::vector<std::string>& args, const std::string& log) {
+pid_t Spawn(const Site& site, const std::vector<std::string>& args, const std::string& log,
+            bool own_group) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!log.empty()) {
@@ -48,8 +50,15 @@ pid_t Spawn(const Site& site, const std::vector<std::string>& args, const std::s
   std::vector<char*> argv;
   for (const std::string& a : all) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (own_group) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
   pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int error = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) {
     fprintf(stderr, "cannot start %s: %s\n", argv[0], strerror(error));
@@ -59,7 +68,7 @@ pid_t Spawn(const Site& site, const std::vector<std::string>& args, const std::s
 }
 
 std::string WaitForPortFile(const std::string& path, pid_t pid) {
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == pid) return "";
     std::string port;
     if (ReadWholeFile(path, &port) && !port.empty()) {
@@ -69,6 +78,11 @@ std::string WaitForPortFile(const std::string& path, pid_t pid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
+}
+
+void StopGroup(pid_t leader) {
+  if (leader <= 0) return;
+  kill(getpgid(leader) == leader ? -leader : leader, SIGINT);
 }
 
 bool WaitSucceeded(pid_t pid) {
