@@ -11,6 +11,7 @@
 #include "client/client_impl.h"
 #include "client/future.h"
 #include "client/request_planner.h"
+#include "client/shard_joiner.h"
 #include "common/bytes.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
@@ -78,8 +79,9 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       PlanDense(offset, length, table->size, num_servers(),
                 options_.client.chunk_bytes);
   Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner =
-      Joiner::Create(static_cast<int64_t>(chunks.size()), promise.state);
+  std::shared_ptr<ShardJoiner> joiner =
+      ShardJoiner::Create(static_cast<int64_t>(chunks.size()), promise.state,
+                          {op, table->name, addresses_});
   const int64_t clock = this->clock();
   for (const DenseChunk& chunk : chunks) {
     const uint64_t at = chunk.offset - offset;  // position in the caller's span
@@ -105,8 +107,9 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
                              chunk.length * sizeof(float));
     }
-    auto done = [joiner](const absl::Status& status, proto::DataResponse*) {
-      joiner->Done(status);
+    auto done = [joiner, shard = chunk.shard](const absl::Status& status,
+                                              proto::DataResponse* response) {
+      joiner->Done(shard, status, response);
     };
     if (zero_copy) {
       connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
@@ -155,8 +158,9 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                    return SparseShardOf(key, num_shards);
                  }));
   Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner = Joiner::Create(
-      static_cast<int64_t>(plan->requests.size()), promise.state);
+  std::shared_ptr<ShardJoiner> joiner = ShardJoiner::Create(
+      static_cast<int64_t>(plan->requests.size()), promise.state,
+      {op, table->name, addresses_});
   const int64_t clock = this->clock();
   for (size_t r = 0; r < plan->requests.size(); ++r) {
     const SparsePlan::Request& part = plan->requests[r];
@@ -189,7 +193,8 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                            dim, out);
              }
            }
-           joiner->Done(result);
+           joiner->Done(static_cast<int>(plan->requests[r].shard), result,
+                        response);
          });
   }
   return promise.future();
