@@ -477,60 +477,104 @@ absl::Status ClientImpl::RegisterEverywhere() {
 void ClientImpl::HeartbeatLoop() {
   const absl::Duration interval = absl::Milliseconds(
       std::max<int64_t>(options_.client.heartbeat_interval_ms, 1));
-  // A heartbeat must not wait longer than a few intervals: a hung server
-  // must not delay the heartbeats every other server is waiting for.
+  // A heartbeat must not wait longer than a few intervals.
   const absl::Duration timeout =
       std::min(RpcTimeout(options_),
                std::max(2 * interval, absl::Milliseconds(1000)));
-  std::vector<bool> healthy(connections_.size(), true);
-  std::vector<proto::MembershipState> membership(connections_.size(),
-                                                 proto::MEMBERSHIP_MEMBER);
-  std::vector<proto::HeartbeatRequest> requests(connections_.size());
-  for (auto& r : requests) {
-    r.set_worker_id(options_.worker_id);
-    r.set_session_id(client_id_);
-    r.set_job_id(job_id_);
-  }
-  while (true) {
-    {
-      absl::MutexLock lock(&heartbeat_mu_);
-      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeat_),
-                                         interval)) {
-        return;
+  // Each shard is beaten on its own schedule: a stalled server (its call
+  // hanging until the timeout) must not delay the heartbeats the others
+  // are waiting for, or they would evict this worker meanwhile.
+  struct Beat {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>>
+        call;
+    proto::HeartbeatResponse response;
+    grpc::Status status;
+    bool in_flight = false;
+    bool healthy = true;  // what ReportHeartbeat last saw
+    proto::MembershipState membership = proto::MEMBERSHIP_MEMBER;
+  };
+  std::vector<Beat> beats(connections_.size());
+  proto::HeartbeatRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_session_id(client_id_);
+  request.set_job_id(job_id_);
+  grpc::CompletionQueue cq;  // this thread's own (common/completion_tag.h)
+  auto stopping = [this] {
+    absl::MutexLock lock(&heartbeat_mu_);
+    return stop_heartbeat_;
+  };
+  absl::Time next = absl::Now() + interval;
+  while (!stopping()) {
+    if (absl::Now() >= next) {
+      for (size_t i = 0; i < beats.size(); ++i) {
+        Beat& beat = beats[i];
+        if (beat.in_flight) continue;  // that server is slow: no pile-up
+        beat.context = connections_[i]->NewContext(timeout, false);
+        beat.call = connections_[i]->stub()->PrepareAsyncHeartbeat(
+            beat.context.get(), request, &cq);
+        beat.call->StartCall();
+        beat.call->Finish(&beat.response, &beat.status,
+                          reinterpret_cast<void*>(i + 1));
+        beat.in_flight = true;
       }
+      next = absl::Now() + interval;
     }
-    std::vector<proto::HeartbeatResponse> responses;
-    std::vector<absl::Status> statuses = CallAll(
-        "Heartbeat", timeout, /*wait_for_ready=*/false, requests, &responses,
-        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
-         const proto::HeartbeatRequest& request, grpc::CompletionQueue* cq) {
-        return stub->PrepareAsyncHeartbeat(context, request, cq);
-      });
-    for (size_t i = 0; i < connections_.size(); ++i) {
-      const absl::Status& status = statuses[i];
-      // Not re-registered here: moving the clock under the trainer's feet
-      // is what Rejoin() does when the trainer asks for it.
-      const proto::MembershipState state =
-          status.ok() && !responses[i].registered()
-              ? responses[i].membership()
-              : proto::MEMBERSHIP_MEMBER;
-      if (state != proto::MEMBERSHIP_MEMBER && state != membership[i]) {
-        spdlog::warn(
-            "worker {}: server {} says this worker is {} (the job is at step "
-            "{}); its next push to a sync or ssp table, Clock() or Barrier() "
-            "fails FAILED_PRECONDITION{}",
-            options_.worker_id, connections_[i]->address(),
-            MembershipStateName(state), responses[i].current_step(),
-            state == proto::MEMBERSHIP_EVICTED ? " until Rejoin()" : "");
-      }
-      if (status.ok()) membership[i] = state;
-      if (!status.ok() && healthy[i]) {
-        spdlog::warn("worker {}: heartbeat failed: {}", options_.worker_id,
-                     status.ToString());
-      }
-      healthy[i] = status.ok();
+    // Short slices, so a stop is noticed quickly.
+    const absl::Time until =
+        std::min(next, absl::Now() + absl::Milliseconds(50));
+    void* tag = nullptr;
+    bool ok = false;
+    if (cq.AsyncNext(&tag, &ok, absl::ToChronoTime(until)) !=
+        grpc::CompletionQueue::GOT_EVENT) {
+      continue;
     }
+    const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
+    Beat& beat = beats[i];
+    beat.in_flight = false;
+    ReportHeartbeat(static_cast<int>(i), beat.status, beat.response,
+                    &beat.healthy, &beat.membership);
   }
+  // Calls still in flight end (cancelled) before their queue goes.
+  int in_flight = 0;
+  for (Beat& beat : beats) {
+    if (!beat.in_flight) continue;
+    beat.context->TryCancel();
+    ++in_flight;
+  }
+  void* tag = nullptr;
+  bool ok = false;
+  for (; in_flight > 0; --in_flight) cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+void ClientImpl::ReportHeartbeat(int shard, const grpc::Status& rpc,
+                                 const proto::HeartbeatResponse& response,
+                                 bool* healthy,
+                                 proto::MembershipState* membership) {
+  const absl::Status status = Annotate("Heartbeat", shard, rpc);
+  // Not re-registered here: moving the clock under the trainer's feet is
+  // what Rejoin() does when the trainer asks for it.
+  const proto::MembershipState state =
+      status.ok() && !response.registered() ? response.membership()
+                                            : proto::MEMBERSHIP_MEMBER;
+  if (state != proto::MEMBERSHIP_MEMBER && state != *membership) {
+    spdlog::warn(
+        "worker {}: server {} says this worker is {} (the job is at step "
+        "{}); its next push to a sync or ssp table, Clock() or Barrier() "
+        "fails FAILED_PRECONDITION{}",
+        options_.worker_id, connections_[shard]->address(),
+        MembershipStateName(state), response.current_step(),
+        state == proto::MEMBERSHIP_EVICTED ? " until Rejoin()" : "");
+  }
+  if (status.ok()) *membership = state;
+  if (!status.ok() && *healthy) {
+    spdlog::warn("worker {}: heartbeat failed: {}", options_.worker_id,
+                 status.ToString());
+  }
+  *healthy = status.ok();
 }
 
 // ------------------------------------------------------------------ tables

@@ -104,6 +104,11 @@ class ClientImpl final : public Client {
   std::vector<absl::Status> RegisterRound(
       int64_t min_clock, std::vector<proto::RegisterWorkerResponse>* responses);
   void HeartbeatLoop();
+  // Logs what one heartbeat answer changed: a membership lost (once per
+  // change), a server that stopped answering (once until it answers).
+  void ReportHeartbeat(int shard, const grpc::Status& rpc,
+                       const proto::HeartbeatResponse& response, bool* healthy,
+                       proto::MembershipState* membership);
   void StopHeartbeat();
 
   // Adopts the tables shard 0 reports now (tables created since the
