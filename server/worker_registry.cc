@@ -113,8 +113,11 @@ absl::StatusOr<WorkerRegistry::Registration> WorkerRegistry::Register(
   }
   w.state = State::kLive;
   w.joined = true;
-  const bool raised = min_clock > w.clock;
-  w.clock = std::max(w.clock, min_clock);
+  // A live process registering again (Rejoin() after another shard evicted
+  // it) drops its current step too, where it already pushed into it.
+  const int64_t floor = std::max(min_clock, w.last_push_clock + 1);
+  const bool raised = floor > w.clock;
+  w.clock = std::max(w.clock, floor);
   if (result.admitted || raised) {
     // It skipped the steps before its clock (file comment, MembersOfStep).
     w.admitted_clock = std::max(w.admitted_clock, w.clock);

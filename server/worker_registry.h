@@ -32,8 +32,10 @@
 // max(floor clock, its last sync push's clock + 1): the step the cluster is
 // at, skipping the step it already pushed into (so a step never gets two
 // pushes of one worker id, nor a member that will not push). A live member
-// of the same session keeps its clock. `min_clock` raises either (a client
-// aligns its clock across shards with it).
+// of the same session keeps its clock, unless it already pushed into that
+// step (a Rejoin() after another shard evicted it: the step is dropped
+// everywhere). `min_clock` raises either (a client aligns its clock across
+// shards with it).
 //
 // Clocks: each worker has a clock (its count of finished steps). The floor
 // clock is the minimum clock of the counting members; it never decreases

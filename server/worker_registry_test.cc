@@ -359,6 +359,28 @@ TEST(WorkerRegistryTest, MinClockAlignsARejoinAcrossShards) {
   EXPECT_THAT(registry.MembersOfStep(0), UnorderedElementsAre(0u));
 }
 
+TEST(WorkerRegistryTest, LiveRejoinAfterAPartialPushSkipsThatStep) {
+  // This shard still has worker 0 live at clock 3 and got its push for
+  // step 3; another shard evicted it. Its Rejoin() registers here too: it
+  // moves past step 3, where its push already counts, and is no member of
+  // step 3 (so a second push there would not be asked of it).
+  WorkerRegistry registry(2, absl::Milliseconds(100), absl::Milliseconds(100),
+                          kStart);
+  ASSERT_TRUE(Join(registry, 0, kA, 0).ok());
+  ASSERT_TRUE(Join(registry, 1, kB, 0).ok());
+  for (int c = 1; c <= 3; ++c) {
+    ASSERT_TRUE(registry.AdvanceClock(0, kA, c, At(1)).ok());
+    ASSERT_TRUE(registry.AdvanceClock(1, kB, c, At(1)).ok());
+  }
+  registry.RecordPush(0, kA, 3);
+  absl::StatusOr<WorkerRegistry::Registration> r = Join(registry, 0, kA, 2);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->clock, 4);
+  EXPECT_THAT(registry.MembersOfStep(3), UnorderedElementsAre(1u));
+  // Without a push in its step, a live re-registration keeps the clock.
+  EXPECT_EQ(Join(registry, 1, kB, 3)->clock, 3);
+}
+
 TEST(WorkerRegistryTest, BarrierCompletesWhenAllCountingArriveOrOnEviction) {
   WorkerRegistry registry(3, absl::Milliseconds(100), absl::Milliseconds(100),
                           kStart);
