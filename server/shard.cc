@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "proto/membership_error.h"
 #include "proto/ops.h"
 #include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
@@ -312,7 +313,7 @@ void Shard::Clock(const proto::ClockRequest& request,
 void Shard::AdvanceSteps() {
   const int64_t floor = registry_.FloorClock();
   for (ShardTable* table : AllTables()) {
-    if (table->steps() >= floor) continue;
+    if (!table->policy().HasSteps() || table->steps() >= floor) continue;
     // Only the open step can hold pushes; its members are the workers
     // taking part in it (not one admitted past it).
     absl::StatusOr<int64_t> advanced = table->ApplyStepsUpTo(
@@ -521,8 +522,10 @@ void Shard::ProcessData(
                                     ConsistencyName(config.consistency),
                                     " table '", config.name, "' on shard ",
                                     shard_index_, ": ", refusal.message())));
-      response.set_membership(membership);
-      response.set_step(registry_.FloorClock());
+      if (GetMembershipError(refusal).has_value()) {  // else a bad id
+        response.set_membership(membership);
+        response.set_step(registry_.FloorClock());
+      }
       done(std::move(response));
       return;
     }
