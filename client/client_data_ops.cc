@@ -18,6 +18,22 @@
 #include "proto/ops.h"
 
 namespace ps {
+namespace {
+
+// Decodes a pull's values of type `wire` from `bytes` into `out`; INTERNAL
+// naming the server when the size is not out.size() values.
+absl::Status DecodeValues(const std::string& bytes, const ValueTypeInfo& wire,
+                          const std::string& address, absl::Span<float> out) {
+  if (bytes.size() != out.size() * wire.bytes) {
+    return absl::InternalError(absl::StrCat(
+        "server ", address, " returned ", bytes.size(), " bytes for ",
+        out.size(), " ", wire.name, " values"));
+  }
+  wire.decode(bytes, out.data());
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
   if (options_.worker_id < 0 && table.consistency_traits().workers_only_push) {
@@ -75,9 +91,15 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
   }
   if (length == 0) return Future();
 
+  // Values travel as the table's value type: float32 straight from and into
+  // the caller's spans; other types are encoded / decoded here (the
+  // client's value-type edge), so they are never sent zero-copy.
+  const ValueTypeInfo& wire = InfoOf(table->value_type);
+  const bool float32 = table->value_type == ValueType::kFloat32;
+  if (!float32) zero_copy = false;
   const std::vector<DenseChunk> chunks =
       PlanDense(offset, length, table->size, num_servers(),
-                options_.client.chunk_bytes);
+                options_.client.chunk_bytes, wire.bytes);
   Promise promise = NewOperation(op);
   std::shared_ptr<ShardJoiner> joiner =
       ShardJoiner::Create(static_cast<int64_t>(chunks.size()), promise.state,
@@ -94,22 +116,38 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
     request.set_length(chunk.length);
     request.set_client_id(client_id_);
     request.set_first_chunk(chunk.first_chunk);
+    request.set_value_type(static_cast<proto::ValueType>(table->value_type));
     const absl::string_view payload =
-        IsPush(op) ? absl::string_view(
-                         reinterpret_cast<const char*>(grads.data() + at),
-                         chunk.length * sizeof(float))
-                   : absl::string_view();
-    if (!zero_copy) request.mutable_values()->assign(payload.data(), payload.size());
-    // A pull's values are copied by the connection from the received
-    // buffer straight into the caller's span (a size mismatch is INTERNAL).
+        IsPush(op) && float32
+            ? absl::string_view(
+                  reinterpret_cast<const char*>(grads.data() + at),
+                  chunk.length * sizeof(float))
+            : absl::string_view();
+    if (IsPush(op) && !float32) {
+      request.mutable_values()->resize(chunk.length * wire.bytes);
+      wire.encode(grads.subspan(at, chunk.length),
+                  request.mutable_values()->data());
+    } else if (!zero_copy) {
+      request.mutable_values()->assign(payload.data(), payload.size());
+    }
+    // A float32 pull's values are copied by the connection from the received
+    // buffer straight into the caller's span (a size mismatch is INTERNAL);
+    // other types are decoded from the response here.
     absl::Span<char> dst;
-    if (IsPull(op)) {
+    if (IsPull(op) && float32) {
       dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
                              chunk.length * sizeof(float));
     }
-    auto done = [joiner, shard = chunk.shard](const absl::Status& status,
-                                              proto::DataResponse* response) {
-      joiner->Done(shard, status, response);
+    absl::Span<float> decode_into;
+    if (IsPull(op) && !float32) decode_into = out.subspan(at, chunk.length);
+    const std::string* address = &connections_[chunk.shard]->address();
+    auto done = [joiner, shard = chunk.shard, decode_into, &wire, address](
+                    const absl::Status& status, proto::DataResponse* response) {
+      absl::Status result = status;
+      if (result.ok() && !decode_into.empty()) {
+        result = DecodeValues(response->values(), wire, *address, decode_into);
+      }
+      joiner->Done(shard, result, response);
     };
     if (zero_copy) {
       connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
@@ -152,11 +190,11 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
   if (keys.empty()) return Future();
 
   const uint32_t num_shards = static_cast<uint32_t>(num_servers());
-  auto plan = std::make_shared<const SparsePlan>(
-      PlanSparse(keys, dim, num_shards, options_.client.chunk_bytes,
-                 [num_shards](uint64_t key) {
-                   return SparseShardOf(key, num_shards);
-                 }));
+  const ValueTypeInfo& wire = InfoOf(table->value_type);
+  auto plan = std::make_shared<const SparsePlan>(PlanSparse(
+      keys, dim, num_shards, options_.client.chunk_bytes,
+      [num_shards](uint64_t key) { return SparseShardOf(key, num_shards); },
+      wire.bytes));
   Promise promise = NewOperation(op);
   std::shared_ptr<ShardJoiner> joiner = ShardJoiner::Create(
       static_cast<int64_t>(plan->requests.size()), promise.state,
@@ -171,26 +209,38 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
     request.set_clock(clock);
     request.set_client_id(client_id_);
     request.set_first_chunk(part.first_chunk);
+    request.set_value_type(static_cast<proto::ValueType>(table->value_type));
     request.set_keys(EncodeRaw<uint64_t>(plan->RequestKeys(part)));
     if (IsPush(op)) {
+      // Duplicate keys' rows are summed in float32, then encoded.
       AppendSummedRows(*plan, part, grads, dim, request.mutable_values());
+      if (table->value_type != ValueType::kFloat32) {
+        const std::string summed = std::move(*request.mutable_values());
+        request.mutable_values()->resize(summed.size() / sizeof(float) *
+                                         wire.bytes);
+        wire.encode(ViewRaw<float>(summed), request.mutable_values()->data());
+      }
     }
     const std::string* address = &connections_[part.shard]->address();
     connections_[part.shard]->Send(std::move(request),
-         [joiner, plan, r, op, dim, out, address](
+         [joiner, plan, r, op, dim, out, address, &wire](
              const absl::Status& status, proto::DataResponse* response) {
            absl::Status result = status;
            if (result.ok() && IsPull(op)) {
              const SparsePlan::Request& part = plan->requests[r];
-             const size_t bytes = part.num_keys * dim * sizeof(float);
+             const size_t bytes = part.num_keys * dim * wire.bytes;
              if (response->values().size() != bytes) {
                result = absl::InternalError(absl::StrCat(
                    "server ", *address, " returned ",
                    response->values().size(), " bytes for ", part.num_keys,
                    " rows of dim ", dim));
-             } else {
+             } else if (wire.type == ValueType::kFloat32) {
                ScatterRows(*plan, part, ViewRaw<float>(response->values()),
                            dim, out);
+             } else {
+               std::vector<float> rows(part.num_keys * dim);
+               wire.decode(response->values(), rows.data());
+               ScatterRows(*plan, part, rows, dim, out);
              }
            }
            joiner->Done(static_cast<int>(plan->requests[r].shard), result,

@@ -156,6 +156,13 @@ const ValueTypeInfo& InfoOf(ValueType type) {
   std::abort();  // every enum value has an entry (value_type_test)
 }
 
+bool IsValueType(int value) {
+  for (const ValueTypeInfo& t : kTypes) {
+    if (static_cast<int>(t.type) == value) return true;
+  }
+  return false;
+}
+
 absl::Span<const ValueTypeInfo> AllValueTypes() { return kTypes; }
 
 const char* ValueTypeName(ValueType type) { return InfoOf(type).name; }

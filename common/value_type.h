@@ -40,6 +40,8 @@ struct ValueTypeInfo {
 };
 
 const ValueTypeInfo& InfoOf(ValueType type);
+// Whether `value` (e.g. a proto::ValueType a peer sent) names a ValueType.
+bool IsValueType(int value);
 absl::Span<const ValueTypeInfo> AllValueTypes();
 const char* ValueTypeName(ValueType type);
 std::vector<std::string> ValueTypeNames();

@@ -99,6 +99,7 @@ DataRequestView ViewOf(const proto::DataRequest& request) {
   v.length = request.length();
   v.client_id = request.client_id();
   v.first_chunk = request.first_chunk();
+  v.value_type = request.value_type();
   v.keys = request.keys();
   v.values = absl::string_view(request.values());
   return v;
@@ -138,6 +139,9 @@ absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
         case 7: out->length = v; break;
         case 10: out->client_id = v; break;
         case 11: out->first_chunk = v != 0; break;
+        case 12:
+          out->value_type = static_cast<int32_t>(static_cast<uint32_t>(v));
+          break;
         default: break;  // unknown (or a bytes field sent as a varint)
       }
     } else if (wire_type == 2) {

@@ -42,12 +42,13 @@ struct DataRequestView {
   uint64_t length = 0;
   uint64_t client_id = 0;
   bool first_chunk = false;
+  int32_t value_type = 0;  // proto::ValueType as sent (any int32)
   absl::string_view keys;
   PiecewiseBytes values;
-  // Set by a producer that already scanned `values` as float32 (the decoder
-  // of received requests, on the gRPC thread while the slices are still
-  // warm): values_all_finite then says whether every float is finite, and
-  // consumers need not scan again.
+  // Set by a producer that already scanned `values` as elements of
+  // `value_type` (the decoder of received requests, on the gRPC thread while
+  // the slices are still warm): values_all_finite then says whether every
+  // element is finite, and consumers need not scan again.
   bool values_finite_known = false;
   bool values_all_finite = false;
 };

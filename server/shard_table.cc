@@ -42,6 +42,20 @@ absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
   return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
 }
 
+// A pushed gradient as float32 (the store's type): the received bytes
+// themselves when the table's values travel as float32, else decoded into
+// `scratch` (the value-type edge of the table).
+absl::Span<const float> GradientFloats(const PiecewiseBytes& values,
+                                       ValueType type,
+                                       std::vector<float>* scratch) {
+  if (type == ValueType::kFloat32) return View<float>(values, scratch);
+  const ValueTypeInfo& info = InfoOf(type);
+  const std::string joined = values.ToString();
+  scratch->resize(joined.size() / info.bytes);
+  info.decode(joined, scratch->data());
+  return absl::MakeConstSpan(*scratch);
+}
+
 
 }  // namespace
 
@@ -110,14 +124,26 @@ absl::Status ShardTable::Validate(const DataRequestView& request) const {
     return absl::InvalidArgumentError(
         absl::StrCat("clock ", request.clock, " is negative"));
   }
+  if (request.value_type != static_cast<int>(config_.value_type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values are ",
+        IsValueType(request.value_type)
+            ? ValueTypeName(static_cast<ValueType>(request.value_type))
+            : absl::StrCat("of unknown type ", request.value_type),
+        " but table '", config_.name, "' carries ",
+        ValueTypeName(config_.value_type)));
+  }
   return config_.kind == TableKind::kDense ? ValidateDense(request, push)
                                            : ValidateSparse(request, push);
 }
 
 namespace {
 
+// Checks a request's values: none for a pull; for a push exactly
+// `expected` elements of `type`, all finite when reject_non_finite.
 absl::Status CheckValues(const DataRequestView& request, bool push,
-                         uint64_t expected_floats, bool reject_non_finite) {
+                         uint64_t expected, ValueType type,
+                         bool reject_non_finite) {
   const PiecewiseBytes& values = request.values;
   if (!push) {
     if (!values.empty()) {
@@ -126,21 +152,23 @@ absl::Status CheckValues(const DataRequestView& request, bool push,
     }
     return absl::OkStatus();
   }
-  if (values.size() != expected_floats * sizeof(float)) {
+  const ValueTypeInfo& info = InfoOf(type);
+  if (values.size() != expected * info.bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "values: expected ", expected_floats * sizeof(float), " bytes (",
-        expected_floats, " float32), got ", values.size(), " bytes"));
+        "values: expected ", expected * info.bytes, " bytes (", expected, " ",
+        info.name, "), got ", values.size(), " bytes"));
   }
   // One branch-free pass over the received slices (or none: the decoder
   // scanned them); the slow search (over a joined copy) only runs for a
   // request that fails.
   if (reject_non_finite &&
       !(request.values_finite_known ? request.values_all_finite
-                                    : AllFiniteFloats(values))) {
+                                    : AllFinite(type, values))) {
     const std::string joined = values.ToString();
-    const int64_t i = FirstNonFiniteFloat(joined);
+    const int64_t i = FirstNonFinite(type, joined);
     float bad;
-    std::memcpy(&bad, joined.data() + 4 * i, sizeof(bad));
+    info.decode(absl::string_view(joined).substr(i * info.bytes, info.bytes),
+                &bad);
     return absl::InvalidArgumentError(
         absl::StrCat("gradient ", i, " is not finite (",
                      std::isnan(bad) ? "nan" : "inf",
@@ -177,7 +205,8 @@ absl::Status ShardTable::ValidateDense(const DataRequestView& request,
         options_.shard_index, " (owns [", owned_.begin, ",", owned_.end,
         ")) of table '", config_.name, "'"));
   }
-  return CheckValues(request, push, length, options_.reject_non_finite);
+  return CheckValues(request, push, length, config_.value_type,
+                     options_.reject_non_finite);
 }
 
 absl::Status ShardTable::ValidateSparse(const DataRequestView& request,
@@ -209,7 +238,7 @@ absl::Status ShardTable::ValidateSparse(const DataRequestView& request,
   }
   return CheckValues(request, push,
                      static_cast<uint64_t>(keys.size()) * config_.dim,
-                     options_.reject_non_finite);
+                     config_.value_type, options_.reject_non_finite);
 }
 
 absl::Status ShardTable::Execute(const DataRequestView& request,
@@ -316,25 +345,34 @@ absl::Status ShardTable::PushLocked(const DataRequestView& request,
 absl::Status ShardTable::Apply(const DataRequestView& push,
                                absl::Span<const uint64_t> rows, int64_t t) {
   mu_.AssertHeld();
-  if (config_.kind == TableKind::kDense) {
-    return store_->ApplyDensePieces(push.offset - owned_.begin, push.values,
-                                    1.0f, t);
-  }
+  const bool float32 = config_.value_type == ValueType::kFloat32;
   std::vector<float> scratch;
-  return store_->ApplyRows(rows, config_.dim,
-                           View<float>(push.values, &scratch), 1.0f, t);
+  if (config_.kind == TableKind::kSparse) {
+    return store_->ApplyRows(
+        rows, config_.dim,
+        GradientFloats(push.values, config_.value_type, &scratch), 1.0f, t);
+  }
+  const uint64_t local = push.offset - owned_.begin;
+  if (float32) return store_->ApplyDensePieces(local, push.values, 1.0f, t);
+  return store_->ApplyDense(
+      local, GradientFloats(push.values, config_.value_type, &scratch), 1.0f,
+      t);
 }
 
 absl::Status ShardTable::Accumulate(const DataRequestView& push,
                                     absl::Span<const uint64_t> rows) {
   mu_.AssertHeld();
-  if (config_.kind == TableKind::kDense) {
-    return store_->AccumulateDensePieces(push.offset - owned_.begin,
-                                         push.values);
-  }
+  const bool float32 = config_.value_type == ValueType::kFloat32;
   std::vector<float> scratch;
-  return store_->AccumulateRows(rows, config_.dim,
-                                View<float>(push.values, &scratch));
+  if (config_.kind == TableKind::kSparse) {
+    return store_->AccumulateRows(
+        rows, config_.dim,
+        GradientFloats(push.values, config_.value_type, &scratch));
+  }
+  const uint64_t local = push.offset - owned_.begin;
+  if (float32) return store_->AccumulateDensePieces(local, push.values);
+  return store_->AccumulateDense(
+      local, GradientFloats(push.values, config_.value_type, &scratch));
 }
 
 absl::Status ShardTable::ApplyAccumulated(absl::Span<const uint64_t> rows,
@@ -360,13 +398,28 @@ absl::Status ShardTable::PullLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows,
                                     proto::DataResponse* response) {
   std::string* out = response->mutable_values();
-  if (config_.kind == TableKind::kDense) {
-    absl::Span<float> values = ResizeFloats(out, request.length);
+  const bool dense = config_.kind == TableKind::kDense;
+  const uint64_t n =
+      dense ? request.length : static_cast<uint64_t>(rows.size()) * config_.dim;
+  // float32 values are read straight into the response; other types are
+  // read as float32 and encoded (the value-type edge of the table).
+  std::vector<float> scratch;
+  absl::Span<float> values;
+  if (config_.value_type == ValueType::kFloat32) {
+    values = ResizeFloats(out, n);
+  } else {
+    scratch.resize(n);
+    values = absl::MakeSpan(scratch);
+  }
+  if (dense) {
     RETURN_IF_ERROR(store_->Read(request.offset - owned_.begin, values));
   } else {
-    absl::Span<float> values =
-        ResizeFloats(out, static_cast<uint64_t>(rows.size()) * config_.dim);
     RETURN_IF_ERROR(store_->ReadRows(rows, config_.dim, values));
+  }
+  if (config_.value_type != ValueType::kFloat32) {
+    const ValueTypeInfo& info = InfoOf(config_.value_type);
+    *out = AcquireValuesBuffer(n * info.bytes);
+    info.encode(values, out->data());
   }
   ++pulls_;
   if (!IsPush(request.op)) bytes_in_ += request.keys.size();

@@ -7,14 +7,16 @@
 //          --num_workers M --device cpu|cuda --image NAME:TAG
 //          [--namespace NS] --out DIR [--check]
 //   ps_ctl inject-token --config FILE --token_file FILE --out FILE
+//   ps_ctl config-reference
 //
 // With --config the servers, TLS settings, bearer token and tables come from
 // the cluster config (the handshake checks the servers against its tables);
 // --servers talks plaintext to the listed shards, in shard order, and adopts
 // their tables. render-k8s writes a Kustomize overlay for N servers and M
 // workers (deploy/ctl/render_k8s.h); inject-token writes a config with the
-// bearer token of a Secret (deploy/ctl/inject_token.h). See
-// deploy/ctl/README.md.
+// bearer token of a Secret (deploy/ctl/inject_token.h); config-reference
+// prints the reference of every config key as Markdown
+// (deploy/CONFIG_REFERENCE.md). See deploy/ctl/README.md.
 //
 // Exit status: 0 OK; 1 a server unreachable / not serving or an RPC failed
 // (each error names the server's address), or render-k8s --check found a
@@ -30,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/config.h"
+#include "deploy/ctl/config_reference.h"
 #include "deploy/ctl/ctl.h"
 #include "deploy/ctl/inject_token.h"
 #include "deploy/ctl/render_k8s.h"
@@ -67,7 +70,8 @@ constexpr char kUsage[] =
     "  or: ps_ctl render-k8s --config BASE/cluster.yaml --num_servers N "
     "--num_workers M --device cpu|cuda --image NAME:TAG [--namespace NS] "
     "--out DIR [--check]\n"
-    "  or: ps_ctl inject-token --config FILE --token_file FILE --out FILE";
+    "  or: ps_ctl inject-token --config FILE --token_file FILE --out FILE\n"
+    "  or: ps_ctl config-reference";
 
 int Usage(const std::string& message) {
   std::cerr << "ps_ctl: " << message << "\nusage: " << kUsage << "\n";
@@ -128,8 +132,12 @@ int main(int argc, char** argv) {
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() != 2) {
     return Usage(
-        "expected exactly one command: status, stats, checkpoint, render-k8s "
-        "or inject-token");
+        "expected exactly one command: status, stats, checkpoint, "
+        "render-k8s, inject-token or config-reference");
+  }
+  if (std::string(positional[1]) == "config-reference") {
+    std::cout << ps::ctl::RenderConfigReference();
+    return ps::ctl::kExitOk;
   }
   if (std::string(positional[1]) == "render-k8s") return RenderK8s();
   if (std::string(positional[1]) == "inject-token") return InjectToken();

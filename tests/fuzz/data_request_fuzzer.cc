@@ -268,7 +268,8 @@ class Harness {
                      v.offset == parsed.offset() &&
                      v.length == parsed.length() &&
                      v.client_id == parsed.client_id() &&
-                     v.first_chunk == parsed.first_chunk(),
+                     v.first_chunk == parsed.first_chunk() &&
+                     v.value_type == static_cast<int32_t>(parsed.value_type()),
                  "decoder read other scalar fields than protobuf");
       for (int f = 0; f < 2; ++f) {
         const WireRange& range = f == 0 ? keys : values;
