@@ -252,7 +252,8 @@ absl::Status Shard::Leave(const proto::LeaveRequest& request) {
 absl::StatusOr<int64_t> Shard::RegisterWorker(int64_t worker_id) {
   RETURN_IF_ERROR(registry_.CheckWorkerId(worker_id));
   absl::StatusOr<int64_t> clock = registry_.Register(worker_id, absl::Now());
-  if (clock.ok()) ScheduleAdvanceSteps();
+  // Here, not on the executor: the caller sees every effect on return.
+  if (clock.ok()) AdvanceSteps();
   return clock;
 }
 

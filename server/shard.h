@@ -117,7 +117,8 @@ class Shard {
   absl::Status Leave(const proto::LeaveRequest& request);
 
   // The calls above for an anonymous session (session 0) of the current job
-  // (tests, fuzzing): RegisterWorker returns the worker's clock, Heartbeat
+  // (tests, fuzzing): RegisterWorker returns the worker's clock once the
+  // sync steps it completed are applied (on the calling thread), Heartbeat
   // whether it is a member.
   absl::StatusOr<int64_t> RegisterWorker(int64_t worker_id);
   absl::StatusOr<bool> Heartbeat(int64_t worker_id);
