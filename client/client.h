@@ -22,13 +22,40 @@
 // NOT_FOUND (unknown table), INVALID_ARGUMENT (wrong length, NaN gradient),
 // OUT_OF_RANGE (range outside the table), UNAVAILABLE (server unreachable
 // after the configured reconnect attempts), FAILED_PRECONDITION (partition
-// mismatch in the handshake, worker-only call without worker_id).
+// mismatch in the handshake, worker-only call without worker_id, a worker
+// that is no longer a member of the job: MembershipRefusalOf()).
+//
+// Membership (a worker's life: Connect() registers -> Clock() ... ->
+// Leave(), which the destructor calls): a worker silent for the servers'
+// heartbeat_timeout_ms (a long pause, a partition) is evicted and the job
+// goes on without it. Its next push to a sync / ssp table, Clock() or
+// Barrier() then fails FAILED_PRECONDITION with IsEvicted(status); the
+// trainer calls Rejoin(), which moves its clock to the step the job is at
+// (the step it was in is dropped: what it pushed there still counts), and
+// continues from that step, skipping the ones the others did meanwhile:
+//
+//   absl::Status s = TrainStep(step);          // pull, push, Clock()
+//   if (ps::IsEvicted(s)) {
+//     ASSIGN_OR_RETURN(int64_t clock, client->Rejoin());
+//     step = clock - client->job_start_clock();  // continue there
+//   }
+//
+// A restarted worker process does the same at Connect(): it joins at the
+// job's current step (clock() - job_start_clock() is its first step).
+//
+// Pushes that span shards (client/shard_joiner.h): a shard that cannot be
+// reached gets the push again, with the same request ids, for
+// client.max_reconnect_attempts reconnects (exactly once per shard: each
+// server deduplicates retried ids). If it still fails, the future's status
+// says which shards applied the push and which did not (PushOutcomeOf()):
+// the push is then partially applied, never silently.
 #ifndef PS_CLIENT_CLIENT_H_
 #define PS_CLIENT_CLIENT_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +83,12 @@ struct ClientOptions {
   ClientConfig client;  // chunk size, timeouts, reconnect policy
   TlsConfig tls;
   std::string auth_token;  // sent as "authorization: Bearer <token>"
+  // The job this worker belongs to (workers of one run share it; ps_launch
+  // sets a random one per launch). Empty: $PS_JOB_ID, else "". Servers
+  // serving another job with live workers refuse the registration; Connect()
+  // retries that for client.rpc_timeout_ms (the old job's workers leave, or
+  // are evicted after heartbeat_timeout_ms), then fails naming that job.
+  std::string job_id;
 
   // Options for `worker_id` (or -1) from a parsed cluster config.
   static ClientOptions FromConfig(const ClusterConfig& config, int worker_id);
@@ -110,6 +143,39 @@ class Future {
 // Waits for all futures; returns the first error, or OK.
 absl::Status WaitAll(absl::Span<const Future> futures);
 
+// Why the servers refused a worker's call (FAILED_PRECONDITION): the worker
+// is not a member of the job any more.
+struct MembershipRefusal {
+  enum class Reason {
+    kEvicted,   // silent for heartbeat_timeout_ms: Rejoin() to continue
+    kLeft,      // this client called Leave()
+    kReplaced,  // another process registered this worker index: stop
+    kOtherJob,  // the servers serve another job (ClientOptions::job_id)
+  };
+  Reason reason = Reason::kEvicted;
+  // The step the job is at: where Rejoin() would continue.
+  int64_t current_step = 0;
+  std::string job_id;  // the job the servers serve
+};
+
+// The refusal `status` carries, or nullopt (OK or any other error).
+std::optional<MembershipRefusal> MembershipRefusalOf(
+    const absl::Status& status);
+// True when `status` says this worker was evicted (Rejoin() to continue).
+bool IsEvicted(const absl::Status& status);
+
+// Where a failed push (one that spans shards) was applied, by shard index.
+struct PushOutcome {
+  std::vector<int> applied;      // every part acknowledged
+  std::vector<int> not_applied;  // refused by the server (an error answer)
+  // No answer within the connection's reconnect attempts: whether the
+  // server applied it is unknown.
+  std::vector<int> unknown;
+};
+
+// The outcome a failed push's status carries, or nullopt (OK, not a push).
+std::optional<PushOutcome> PushOutcomeOf(const absl::Status& status);
+
 // Per-shard statistics (GetStats).
 struct ShardStats {
   uint32_t shard_index = 0;
@@ -126,19 +192,27 @@ struct ShardStats {
     uint32_t worker_id = 0;
     int64_t clock = 0;
     bool live = false;
+    std::string state;  // "pending", "live", "evicted" or "left"
   };
   std::vector<Table> tables;
   std::vector<Worker> workers;
+  // The job the shard serves, its generation (the n-th job) and the clock
+  // it began at (-1: unknown, a restored shard).
+  std::string job_id;
+  uint64_t job_generation = 0;
+  int64_t job_start_clock = 0;
 };
 
 class Client {
  public:
   // Connects to every server, runs the handshake and, for a worker, registers
-  // it and starts its heartbeat. Blocks up to client.rpc_timeout_ms for servers
-  // that are still starting.
+  // it (at the job's current step, aligned across the shards) and starts its
+  // heartbeat. Blocks up to client.rpc_timeout_ms for servers that are
+  // still starting (or serve another job whose workers are still live).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const ClientOptions& options);
 
+  // A worker leaves the job (Leave()) first.
   virtual ~Client() = default;
 
   virtual absl::StatusOr<TableInfo> GetTable(const std::string& name) = 0;
@@ -190,6 +264,26 @@ class Client {
 
   // Worker only: blocks until every live worker reached this barrier.
   virtual absl::Status Barrier() = 0;
+
+  // Worker only: after an eviction (IsEvicted()), registers this worker
+  // again and moves its clock to the step the job is at, the same on every
+  // server; returns that clock. The step the worker was in is dropped (what
+  // it pushed there counts; a step it already pushed into is skipped).
+  // Waits for pushes in flight first. FAILED_PRECONDITION
+  // (MembershipRefusalOf) when another process replaced this worker or it
+  // left; UNAVAILABLE when a server cannot be reached.
+  virtual absl::StatusOr<int64_t> Rejoin() = 0;
+
+  // Worker only: leaves the job (a clean exit): the servers stop waiting
+  // for this worker at once instead of after heartbeat_timeout_ms; later
+  // pushes to sync / ssp tables, Clock() and Barrier() are refused.
+  // Idempotent; the destructor calls it. Errors: a server that could not
+  // be told (it then evicts the worker after heartbeat_timeout_ms).
+  virtual absl::Status Leave() = 0;
+
+  // The clock at which the servers' current job began (0 for the first job
+  // of fresh servers): a trainer's step is clock() - job_start_clock().
+  virtual int64_t job_start_clock() const = 0;
 
   virtual absl::StatusOr<std::vector<ShardStats>> GetStats() = 0;
 

@@ -11,6 +11,7 @@
 #include "client/client_impl.h"
 #include "client/future.h"
 #include "client/request_planner.h"
+#include "client/shard_joiner.h"
 #include "common/bytes.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
@@ -100,8 +101,9 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       PlanDense(offset, length, table->size, num_servers(),
                 options_.client.chunk_bytes, wire.bytes);
   Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner =
-      Joiner::Create(static_cast<int64_t>(chunks.size()), promise.state);
+  std::shared_ptr<ShardJoiner> joiner =
+      ShardJoiner::Create(static_cast<int64_t>(chunks.size()), promise.state,
+                          {op, table->name, addresses_});
   const int64_t clock = this->clock();
   for (const DenseChunk& chunk : chunks) {
     const uint64_t at = chunk.offset - offset;  // position in the caller's span
@@ -139,13 +141,13 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
     absl::Span<float> decode_into;
     if (IsPull(op) && !float32) decode_into = out.subspan(at, chunk.length);
     const std::string* address = &connections_[chunk.shard]->address();
-    auto done = [joiner, decode_into, &wire, address](
+    auto done = [joiner, shard = chunk.shard, decode_into, &wire, address](
                     const absl::Status& status, proto::DataResponse* response) {
       absl::Status result = status;
       if (result.ok() && !decode_into.empty()) {
         result = DecodeValues(response->values(), wire, *address, decode_into);
       }
-      joiner->Done(result);
+      joiner->Done(shard, result, response);
     };
     if (zero_copy) {
       connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
@@ -194,8 +196,9 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
       [num_shards](uint64_t key) { return SparseShardOf(key, num_shards); },
       wire.bytes));
   Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner = Joiner::Create(
-      static_cast<int64_t>(plan->requests.size()), promise.state);
+  std::shared_ptr<ShardJoiner> joiner = ShardJoiner::Create(
+      static_cast<int64_t>(plan->requests.size()), promise.state,
+      {op, table->name, addresses_});
   const int64_t clock = this->clock();
   for (size_t r = 0; r < plan->requests.size(); ++r) {
     const SparsePlan::Request& part = plan->requests[r];
@@ -240,7 +243,8 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                ScatterRows(*plan, part, rows, dim, out);
              }
            }
-           joiner->Done(result);
+           joiner->Done(static_cast<int>(plan->requests[r].shard), result,
+                        response);
          });
   }
   return promise.future();

@@ -4,6 +4,7 @@
 #include "client/client_impl.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -14,6 +15,7 @@
 #include "common/partition.h"
 #include "common/status_macros.h"
 #include "common/table_schema.h"
+#include "proto/membership_error.h"
 #include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 
@@ -31,7 +33,52 @@ absl::Status FirstError(const std::vector<absl::Status>& statuses) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> Addresses(
+    const std::vector<std::unique_ptr<ServerConnection>>& connections) {
+  std::vector<std::string> addresses;
+  for (const auto& c : connections) addresses.push_back(c->address());
+  return addresses;
+}
+
+std::string JobIdOf(const ClientOptions& options) {
+  if (!options.job_id.empty()) return options.job_id;
+  const char* env = std::getenv("PS_JOB_ID");
+  return env != nullptr ? env : "";
+}
+
 }  // namespace
+
+std::optional<MembershipRefusal> MembershipRefusalOf(
+    const absl::Status& status) {
+  std::optional<proto::MembershipError> error = GetMembershipError(status);
+  if (!error.has_value()) return std::nullopt;
+  MembershipRefusal refusal;
+  switch (error->state()) {
+    case proto::MEMBERSHIP_EVICTED:
+      refusal.reason = MembershipRefusal::Reason::kEvicted;
+      break;
+    case proto::MEMBERSHIP_LEFT:
+      refusal.reason = MembershipRefusal::Reason::kLeft;
+      break;
+    case proto::MEMBERSHIP_REPLACED:
+      refusal.reason = MembershipRefusal::Reason::kReplaced;
+      break;
+    case proto::MEMBERSHIP_OTHER_JOB:
+      refusal.reason = MembershipRefusal::Reason::kOtherJob;
+      break;
+    default:
+      return std::nullopt;
+  }
+  refusal.current_step = error->current_step();
+  refusal.job_id = error->job_id();
+  return refusal;
+}
+
+bool IsEvicted(const absl::Status& status) {
+  std::optional<MembershipRefusal> refusal = MembershipRefusalOf(status);
+  return refusal.has_value() &&
+         refusal->reason == MembershipRefusal::Reason::kEvicted;
+}
 
 ClientOptions ClientOptions::FromConfig(const ClusterConfig& config,
                                         int worker_id) {
@@ -119,16 +166,31 @@ ClientImpl::ClientImpl(
         return id;
       }()),
       poller_(std::move(poller)),
-      connections_(std::move(connections)) {}
+      connections_(std::move(connections)),
+      addresses_(std::make_shared<const std::vector<std::string>>(
+          Addresses(connections_))),
+      job_id_(JobIdOf(options)) {}
 
 ClientImpl::~ClientImpl() {
+  if (options_.worker_id >= 0) {
+    if (absl::Status left = Leave(); !left.ok()) {
+      spdlog::warn(
+          "worker {}: could not leave the job cleanly ({}); the servers "
+          "evict it after server.heartbeat_timeout_ms",
+          options_.worker_id, left.ToString());
+    }
+  }
+  StopHeartbeat();
+  // Response callbacks touch push_mu_; close the streams while it lives.
+  connections_.clear();
+}
+
+void ClientImpl::StopHeartbeat() {
   {
     absl::MutexLock lock(&heartbeat_mu_);
     stop_heartbeat_ = true;
   }
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  // Response callbacks touch push_mu_; close the streams while it lives.
-  connections_.clear();
 }
 
 // ------------------------------------------------------------ RPC helpers
@@ -141,9 +203,12 @@ absl::Status ClientImpl::Annotate(const char* method, int shard,
   if (code == absl::StatusCode::kDeadlineExceeded) {
     code = absl::StatusCode::kUnavailable;
   }
-  return absl::Status(
-      code, absl::StrCat(method, " on server ", connections_[shard]->address(),
-                         " (shard ", shard, "): ", status.error_message()));
+  return WithMembershipErrorDetails(
+      absl::Status(code, absl::StrCat(method, " on server ",
+                                      connections_[shard]->address(),
+                                      " (shard ", shard,
+                                      "): ", status.error_message())),
+      status.error_details());
 }
 
 template <typename Request, typename Response, typename Start>
@@ -336,76 +401,180 @@ void ClientImpl::AdvanceClockTo(int64_t clock) {
   }
 }
 
-absl::Status ClientImpl::RegisterEverywhere() {
+std::vector<absl::Status> ClientImpl::RegisterRound(
+    int64_t min_clock, std::vector<proto::RegisterWorkerResponse>* responses) {
   std::vector<proto::RegisterWorkerRequest> requests(connections_.size());
-  for (auto& r : requests) r.set_worker_id(options_.worker_id);
-  std::vector<proto::RegisterWorkerResponse> responses;
-  std::vector<absl::Status> statuses = CallAll(
+  for (auto& r : requests) {
+    r.set_worker_id(options_.worker_id);
+    r.set_session_id(client_id_);
+    r.set_job_id(job_id_);
+    r.set_min_clock(min_clock);
+  }
+  return CallAll(
       "RegisterWorker", RpcTimeout(options_), /*wait_for_ready=*/true,
-      requests, &responses,
+      requests, responses,
       [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
          const proto::RegisterWorkerRequest& request, grpc::CompletionQueue* cq) {
         return stub->PrepareAsyncRegisterWorker(context, request, cq);
       });
-  RETURN_IF_ERROR(FirstError(statuses));
-  for (const auto& r : responses) AdvanceClockTo(r.clock());
-  return absl::OkStatus();
 }
 
-absl::Status ClientImpl::RegisterOn(int shard) {
-  ServerConnection& conn = *connections_[shard];
-  std::unique_ptr<grpc::ClientContext> context =
-      conn.NewContext(RpcTimeout(options_), /*wait_for_ready=*/true);
-  proto::RegisterWorkerRequest request;
-  request.set_worker_id(options_.worker_id);
-  proto::RegisterWorkerResponse response;
-  grpc::Status status =
-      conn.stub()->RegisterWorker(context.get(), request, &response);
-  if (!status.ok()) return Annotate("RegisterWorker", shard, status);
-  AdvanceClockTo(response.clock());
+absl::Status ClientImpl::RegisterEverywhere() {
+  const absl::Time deadline = absl::Now() + RpcTimeout(options_);
+  absl::Duration backoff = absl::Milliseconds(100);
+  std::vector<proto::RegisterWorkerResponse> responses;
+  bool waiting_told = false;
+  while (true) {
+    const absl::Status first = FirstError(RegisterRound(0, &responses));
+    if (first.ok()) break;
+    std::optional<MembershipRefusal> refusal = MembershipRefusalOf(first);
+    // Another job's workers are live: they leave, or are evicted, soon.
+    if (!refusal.has_value() ||
+        refusal->reason != MembershipRefusal::Reason::kOtherJob ||
+        absl::Now() + backoff >= deadline) {
+      return first;
+    }
+    if (!waiting_told) {
+      spdlog::warn("worker {}: {}; retrying for up to {} ms",
+                   options_.worker_id, std::string(first.message()),
+                   options_.client.rpc_timeout_ms);
+      waiting_told = true;
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(1));
+  }
+  // Shards may admit the worker at different clocks (one evicted it, one
+  // did not); all move to the highest, so its steps agree everywhere.
+  int64_t clock = 0;
+  for (const auto& r : responses) clock = std::max(clock, r.clock());
+  const bool aligned =
+      std::all_of(responses.begin(), responses.end(),
+                  [clock](const auto& r) { return r.clock() == clock; });
+  if (!aligned) {
+    RETURN_IF_ERROR(FirstError(RegisterRound(clock, &responses)));
+    for (const auto& r : responses) clock = std::max(clock, r.clock());
+  }
+  int64_t start = -1;
+  uint64_t barriers = 0;
+  for (const auto& r : responses) {
+    start = std::max(start, r.job_start_clock());
+    barriers = std::max(barriers, r.barriers_completed());
+  }
+  clock_.store(clock, std::memory_order_release);
+  // Unknown everywhere (every shard restored from a checkpoint): the job
+  // is taken to have started at 0, as the first job of a cluster does.
+  job_start_clock_.store(std::max<int64_t>(start, 0),
+                         std::memory_order_release);
+  {
+    absl::MutexLock lock(&barrier_mu_);
+    barrier_generation_ = std::max(barrier_generation_, barriers);
+  }
+  absl::MutexLock lock(&leave_mu_);
+  registered_ = true;
   return absl::OkStatus();
 }
 
 void ClientImpl::HeartbeatLoop() {
   const absl::Duration interval = absl::Milliseconds(
       std::max<int64_t>(options_.client.heartbeat_interval_ms, 1));
-  // A heartbeat must not wait longer than a few intervals: a hung server
-  // must not delay the heartbeats every other server is waiting for.
+  // A heartbeat must not wait longer than a few intervals.
   const absl::Duration timeout =
       std::min(RpcTimeout(options_),
                std::max(2 * interval, absl::Milliseconds(1000)));
-  std::vector<bool> healthy(connections_.size(), true);
-  std::vector<proto::HeartbeatRequest> requests(connections_.size());
-  for (auto& r : requests) r.set_worker_id(options_.worker_id);
-  while (true) {
-    {
-      absl::MutexLock lock(&heartbeat_mu_);
-      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeat_),
-                                         interval)) {
-        return;
+  // Each shard is beaten on its own schedule: a stalled server (its call
+  // hanging until the timeout) must not delay the heartbeats the others
+  // are waiting for, or they would evict this worker meanwhile.
+  struct Beat {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>>
+        call;
+    proto::HeartbeatResponse response;
+    grpc::Status status;
+    bool in_flight = false;
+    bool healthy = true;  // what ReportHeartbeat last saw
+    proto::MembershipState membership = proto::MEMBERSHIP_MEMBER;
+  };
+  std::vector<Beat> beats(connections_.size());
+  proto::HeartbeatRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_session_id(client_id_);
+  request.set_job_id(job_id_);
+  grpc::CompletionQueue cq;  // this thread's own (common/completion_tag.h)
+  auto stopping = [this] {
+    absl::MutexLock lock(&heartbeat_mu_);
+    return stop_heartbeat_;
+  };
+  absl::Time next = absl::Now() + interval;
+  while (!stopping()) {
+    if (absl::Now() >= next) {
+      for (size_t i = 0; i < beats.size(); ++i) {
+        Beat& beat = beats[i];
+        if (beat.in_flight) continue;  // that server is slow: no pile-up
+        beat.context = connections_[i]->NewContext(timeout, false);
+        beat.call = connections_[i]->stub()->PrepareAsyncHeartbeat(
+            beat.context.get(), request, &cq);
+        beat.call->StartCall();
+        beat.call->Finish(&beat.response, &beat.status,
+                          reinterpret_cast<void*>(i + 1));
+        beat.in_flight = true;
       }
+      next = absl::Now() + interval;
     }
-    std::vector<proto::HeartbeatResponse> responses;
-    std::vector<absl::Status> statuses = CallAll(
-        "Heartbeat", timeout, /*wait_for_ready=*/false, requests, &responses,
-        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
-         const proto::HeartbeatRequest& request, grpc::CompletionQueue* cq) {
-        return stub->PrepareAsyncHeartbeat(context, request, cq);
-      });
-    for (size_t i = 0; i < connections_.size(); ++i) {
-      absl::Status status = statuses[i];
-      if (status.ok() && !responses[i].registered()) {
-        spdlog::info("worker {}: server {} evicted it; registering again",
-                     options_.worker_id, connections_[i]->address());
-        status = RegisterOn(static_cast<int>(i));
-      }
-      if (!status.ok() && healthy[i]) {
-        spdlog::warn("worker {}: heartbeat failed: {}", options_.worker_id,
-                     status.ToString());
-      }
-      healthy[i] = status.ok();
+    // Short slices, so a stop is noticed quickly.
+    const absl::Time until =
+        std::min(next, absl::Now() + absl::Milliseconds(50));
+    void* tag = nullptr;
+    bool ok = false;
+    if (cq.AsyncNext(&tag, &ok, absl::ToChronoTime(until)) !=
+        grpc::CompletionQueue::GOT_EVENT) {
+      continue;
     }
+    const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
+    Beat& beat = beats[i];
+    beat.in_flight = false;
+    ReportHeartbeat(static_cast<int>(i), beat.status, beat.response,
+                    &beat.healthy, &beat.membership);
   }
+  // Calls still in flight end (cancelled) before their queue goes.
+  int in_flight = 0;
+  for (Beat& beat : beats) {
+    if (!beat.in_flight) continue;
+    beat.context->TryCancel();
+    ++in_flight;
+  }
+  void* tag = nullptr;
+  bool ok = false;
+  for (; in_flight > 0; --in_flight) cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+void ClientImpl::ReportHeartbeat(int shard, const grpc::Status& rpc,
+                                 const proto::HeartbeatResponse& response,
+                                 bool* healthy,
+                                 proto::MembershipState* membership) {
+  const absl::Status status = Annotate("Heartbeat", shard, rpc);
+  // Not re-registered here: moving the clock under the trainer's feet is
+  // what Rejoin() does when the trainer asks for it.
+  const proto::MembershipState state =
+      status.ok() && !response.registered() ? response.membership()
+                                            : proto::MEMBERSHIP_MEMBER;
+  if (state != proto::MEMBERSHIP_MEMBER && state != *membership) {
+    spdlog::warn(
+        "worker {}: server {} says this worker is {} (the job is at step "
+        "{}); its next push to a sync or ssp table, Clock() or Barrier() "
+        "fails FAILED_PRECONDITION{}",
+        options_.worker_id, connections_[shard]->address(),
+        MembershipStateName(state), response.current_step(),
+        state == proto::MEMBERSHIP_EVICTED ? " until Rejoin()" : "");
+  }
+  if (status.ok()) *membership = state;
+  if (!status.ok() && *healthy) {
+    spdlog::warn("worker {}: heartbeat failed: {}", options_.worker_id,
+                 status.ToString());
+  }
+  *healthy = status.ok();
 }
 
 // ------------------------------------------------------------------ tables
@@ -518,21 +687,24 @@ absl::Status ClientImpl::RequireWorker(const char* call) const {
       call, " is only for workers; this client has worker_id -1"));
 }
 
+void ClientImpl::WaitForPushes() {
+  poller_->WaitUntil([this] {
+    absl::MutexLock lock(&push_mu_);
+    return pushes_in_flight_ == 0;
+  });
+}
+
 absl::StatusOr<int64_t> ClientImpl::Clock() {
   RETURN_IF_ERROR(RequireWorker("Clock()"));
-  {
-    // Every push issued so far belongs to the step being closed; their
-    // answers are polled for here.
-    poller_->WaitUntil([this] {
-      absl::MutexLock lock(&push_mu_);
-      return pushes_in_flight_ == 0;
-    });
-  }
+  // Every push issued so far belongs to the step being closed; their
+  // answers are polled for here.
+  WaitForPushes();
   const int64_t next = clock() + 1;
   std::vector<proto::ClockRequest> requests(connections_.size());
   for (auto& r : requests) {
     r.set_worker_id(options_.worker_id);
     r.set_clock(next);
+    r.set_session_id(client_id_);
   }
   std::vector<proto::ClockResponse> responses;
   std::vector<absl::Status> statuses;
@@ -578,6 +750,7 @@ absl::Status ClientImpl::Barrier() {
   for (auto& r : requests) {
     r.set_worker_id(options_.worker_id);
     r.set_generation(generation);
+    r.set_session_id(client_id_);
   }
   std::vector<proto::BarrierResponse> responses;
   // No deadline: a barrier waits for the slowest worker, however long.
@@ -587,6 +760,49 @@ absl::Status ClientImpl::Barrier() {
       [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
          const proto::BarrierRequest& request, grpc::CompletionQueue* cq) {
         return stub->PrepareAsyncBarrier(context, request, cq);
+      }));
+}
+
+absl::StatusOr<int64_t> ClientImpl::Rejoin() {
+  RETURN_IF_ERROR(RequireWorker("Rejoin()"));
+  {
+    absl::MutexLock lock(&leave_mu_);
+    if (left_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Rejoin(): worker ", options_.worker_id, " left the job"));
+    }
+  }
+  // Pushes of the dropped step finish first (refused, or counted).
+  WaitForPushes();
+  const int64_t before = clock();
+  RETURN_IF_ERROR(RegisterEverywhere());
+  spdlog::info("worker {}: rejoined job '{}' at clock {} (it was at {})",
+               options_.worker_id, job_id_, clock(), before);
+  return clock();
+}
+
+absl::Status ClientImpl::Leave() {
+  RETURN_IF_ERROR(RequireWorker("Leave()"));
+  {
+    absl::MutexLock lock(&leave_mu_);
+    if (left_ || !registered_) return absl::OkStatus();
+    left_ = true;
+  }
+  StopHeartbeat();
+  std::vector<proto::LeaveRequest> requests(connections_.size());
+  for (auto& r : requests) {
+    r.set_worker_id(options_.worker_id);
+    r.set_session_id(client_id_);
+  }
+  std::vector<proto::LeaveResponse> responses;
+  // Not wait_for_ready, and short: a process on its way out must not hang
+  // on a dead server (which evicts the worker on its own).
+  return FirstError(CallAll(
+      "Leave", std::min(RpcTimeout(options_), absl::Seconds(5)),
+      /*wait_for_ready=*/false, requests, &responses,
+      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+         const proto::LeaveRequest& request, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncLeave(context, request, cq);
       }));
 }
 
@@ -606,6 +822,9 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
     ShardStats shard;
     shard.shard_index = r.shard_index();
     shard.address = connections_[i]->address();
+    shard.job_id = r.job_id();
+    shard.job_generation = r.job_generation();
+    shard.job_start_clock = r.job_start_clock();
     for (const proto::TableStats& t : r.tables()) {
       ShardStats::Table table;
       table.name = t.name();
@@ -624,6 +843,7 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
       worker.worker_id = w.worker_id();
       worker.clock = w.clock();
       worker.live = w.live();
+      worker.state = w.state();
       shard.workers.push_back(worker);
     }
     stats.push_back(std::move(shard));

@@ -33,8 +33,9 @@ class ClientImpl final : public Client {
   static absl::StatusOr<std::unique_ptr<ClientImpl>> Create(
       const ClientOptions& options);
 
-  // Stops the heartbeat, then closes the connections: requests still in
-  // flight fail with CANCELLED.
+  // A worker leaves the job (Leave(); a failure is logged), the heartbeat
+  // stops, then the connections close: requests still in flight fail with
+  // CANCELLED.
   ~ClientImpl() override;
 
   absl::StatusOr<TableInfo> GetTable(const std::string& name) override;
@@ -67,6 +68,11 @@ class ClientImpl final : public Client {
     return clock_.load(std::memory_order_acquire);
   }
   absl::Status Barrier() override;
+  absl::StatusOr<int64_t> Rejoin() override;
+  absl::Status Leave() override;
+  int64_t job_start_clock() const override {
+    return job_start_clock_.load(std::memory_order_acquire);
+  }
 
   absl::StatusOr<std::vector<ShardStats>> GetStats() override;
   absl::StatusOr<std::vector<std::string>> Checkpoint() override;
@@ -89,9 +95,21 @@ class ClientImpl final : public Client {
   absl::Status Handshake();
   absl::StatusOr<proto::ShardInfo> FetchShardInfo(int shard,
                                                   absl::Time deadline);
+  // Registers on every shard and aligns the worker's clock across them
+  // (the highest clock any shard admitted it at, via min_clock); waits up to
+  // client.rpc_timeout_ms while the servers serve another job with live
+  // workers. Sets clock_, job_start_clock_ and the barrier generation.
   absl::Status RegisterEverywhere();
-  absl::Status RegisterOn(int shard);
+  // One round of RegisterWorker on every shard.
+  std::vector<absl::Status> RegisterRound(
+      int64_t min_clock, std::vector<proto::RegisterWorkerResponse>* responses);
   void HeartbeatLoop();
+  // Logs what one heartbeat answer changed: a membership lost (once per
+  // change), a server that stopped answering (once until it answers).
+  void ReportHeartbeat(int shard, const grpc::Status& rpc,
+                       const proto::HeartbeatResponse& response, bool* healthy,
+                       proto::MembershipState* membership);
+  void StopHeartbeat();
 
   // Adopts the tables shard 0 reports now (tables created since the
   // handshake).
@@ -125,8 +143,12 @@ class ClientImpl final : public Client {
                                     const std::vector<Request>& requests,
                                     std::vector<Response>* responses,
                                     Start start);
+  // The gRPC status as absl::Status naming the method and server; a
+  // membership refusal's details become its payload.
   absl::Status Annotate(const char* method, int shard,
                         const grpc::Status& status) const;
+  // Waits (polling the streams) until no push is in flight.
+  void WaitForPushes();
 
   // Constant after construction.
   const ClientOptions options_;
@@ -134,8 +156,14 @@ class ClientImpl final : public Client {
   // Shared by the connections; outlives them (declared first).
   const std::shared_ptr<CompletionPoller> poller_;
   std::vector<std::unique_ptr<ServerConnection>> connections_;
+  // connections_' addresses, for messages of operations that may outlive
+  // this client's destructor body.
+  const std::shared_ptr<const std::vector<std::string>> addresses_;
+  // options_.job_id, or $PS_JOB_ID.
+  const std::string job_id_;
 
   std::atomic<int64_t> clock_{0};
+  std::atomic<int64_t> job_start_clock_{0};
 
   absl::Mutex tables_mu_;
   std::map<uint32_t, TableInfo> tables_ ABSL_GUARDED_BY(tables_mu_);
@@ -148,7 +176,11 @@ class ClientImpl final : public Client {
 
   absl::Mutex heartbeat_mu_;
   bool stop_heartbeat_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
-  std::thread heartbeat_thread_;  // owned; joined by the destructor
+  std::thread heartbeat_thread_;  // owned; joined by StopHeartbeat()
+
+  absl::Mutex leave_mu_;
+  bool registered_ ABSL_GUARDED_BY(leave_mu_) = false;
+  bool left_ ABSL_GUARDED_BY(leave_mu_) = false;
 };
 
 }  // namespace ps

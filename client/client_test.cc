@@ -372,13 +372,21 @@ TEST_F(ClientTest, WorkerRegistersClocksAndBarriers) {
                   .ok());
 }
 
-TEST_F(ClientTest, HeartbeatReRegistersEvictedWorker) {
+// The heartbeat notices an eviction but leaves the clock alone; Rejoin()
+// registers again everywhere.
+TEST_F(ClientTest, EvictedWorkerRegistersAgainOnlyWhenItRejoins) {
   auto client = ConnectOk(0);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(WaitFor([&] { return fakes_[1]->heartbeats() >= 2; }));
   fakes_[1]->Evict(0);
-  ASSERT_TRUE(WaitFor([&] { return fakes_[1]->register_calls() == 2; }));
-  EXPECT_EQ(fakes_[0]->register_calls(), 1);
+  const int64_t beats = fakes_[1]->heartbeats();
+  ASSERT_TRUE(WaitFor([&] { return fakes_[1]->heartbeats() >= beats + 3; }));
+  EXPECT_EQ(fakes_[1]->register_calls(), 1);
+  absl::StatusOr<int64_t> clock = client->Rejoin();
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  EXPECT_EQ(*clock, 5);
+  EXPECT_EQ(fakes_[0]->register_calls(), 2);
+  EXPECT_EQ(fakes_[1]->register_calls(), 2);
 }
 
 TEST_F(ClientTest, StatsAndCreateTable) {

@@ -147,6 +147,7 @@ absl::Status DecodePieces(std::vector<absl::string_view> pieces,
         case 2: response->set_status_code(static_cast<int32_t>(v)); break;
         case 5: response->set_version(v); break;
         case 6: response->set_step(static_cast<int64_t>(v)); break;
+        case 7: response->set_membership(static_cast<proto::MembershipState>(v)); break;
         default: break;  // unknown varint field
       }
     } else if (wire_type == 2) {

@@ -3,14 +3,17 @@
 #include <memory>
 #include <utility>
 
+#include "proto/membership_error.h"
 #include "server/unary_call.h"
 
 namespace ps {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  // A membership refusal's MembershipError travels as the binary details.
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      std::string(status.message()),
+                      MembershipErrorDetails(status));
 }
 
 ParameterServerService::ParameterServerService(Shard* shard,
@@ -72,6 +75,7 @@ void ParameterServerService::ServeUnaryMethods(ServerQueue* queue) {
   Serve(queue, &S::RequestHeartbeat, &S::HandleHeartbeat);
   Serve(queue, &S::RequestClock, &S::HandleClock);
   Serve(queue, &S::RequestBarrier, &S::HandleBarrier);
+  Serve(queue, &S::RequestLeave, &S::HandleLeave);
   Serve(queue, &S::RequestGetStats, &S::HandleGetStats);
   Serve(queue, &S::RequestCheckpoint, &S::HandleCheckpoint);
 }
@@ -94,24 +98,20 @@ void ParameterServerService::HandleCreateTable(
 void ParameterServerService::HandleRegisterWorker(
     const proto::RegisterWorkerRequest& request,
     proto::RegisterWorkerResponse* response, UnaryDone done) {
-  absl::StatusOr<int64_t> clock = shard_->RegisterWorker(request.worker_id());
-  if (clock.ok()) response->set_clock(*clock);
-  done(ToGrpcStatus(clock.status()));
+  done(ToGrpcStatus(shard_->RegisterWorker(request, response)));
 }
 
 void ParameterServerService::HandleHeartbeat(
     const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response,
     UnaryDone done) {
-  absl::StatusOr<bool> registered = shard_->Heartbeat(request.worker_id());
-  if (registered.ok()) response->set_registered(*registered);
-  done(ToGrpcStatus(registered.status()));
+  done(ToGrpcStatus(shard_->Heartbeat(request, response)));
 }
 
 void ParameterServerService::HandleClock(const proto::ClockRequest& request,
                                          proto::ClockResponse* response,
                                          UnaryDone done) {
   shard_->Clock(
-      request.worker_id(), request.clock(),
+      request,
       [response, done = std::move(done)](absl::StatusOr<int64_t> clock) {
         if (clock.ok()) response->set_clock(*clock);
         done(ToGrpcStatus(clock.status()));
@@ -121,10 +121,15 @@ void ParameterServerService::HandleClock(const proto::ClockRequest& request,
 void ParameterServerService::HandleBarrier(const proto::BarrierRequest& request,
                                            proto::BarrierResponse*,
                                            UnaryDone done) {
-  shard_->Barrier(request.worker_id(), request.generation(),
-                  [done = std::move(done)](absl::Status status) {
-                    done(ToGrpcStatus(status));
-                  });
+  shard_->Barrier(request, [done = std::move(done)](absl::Status status) {
+    done(ToGrpcStatus(status));
+  });
+}
+
+void ParameterServerService::HandleLeave(const proto::LeaveRequest& request,
+                                         proto::LeaveResponse*,
+                                         UnaryDone done) {
+  done(ToGrpcStatus(shard_->Leave(request)));
 }
 
 void ParameterServerService::HandleGetStats(const proto::StatsRequest&,

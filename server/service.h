@@ -44,9 +44,12 @@ using ParameterServerAsyncBase =
                                 proto::ParameterServer::
                                     WithAsyncMethod_Checkpoint<
                                         proto::ParameterServer::
-                                            WithRawMethod_DataStream<
+                                            WithAsyncMethod_Leave<
                                                 proto::ParameterServer::
-                                                    Service>>>>>>>>>;
+                                                    WithRawMethod_DataStream<
+                                                        proto::
+                                                            ParameterServer::
+                                                                Service>>>>>>>>>>;
 
 class ParameterServerService final : public ParameterServerAsyncBase {
  public:
@@ -89,6 +92,8 @@ class ParameterServerService final : public ParameterServerAsyncBase {
                    proto::ClockResponse* response, UnaryDone done);
   void HandleBarrier(const proto::BarrierRequest& request,
                      proto::BarrierResponse* response, UnaryDone done);
+  void HandleLeave(const proto::LeaveRequest& request,
+                   proto::LeaveResponse* response, UnaryDone done);
   void HandleGetStats(const proto::StatsRequest& request,
                       proto::StatsResponse* response, UnaryDone done);
   // Queues a checkpoint on the checkpointer's thread and answers once it is

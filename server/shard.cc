@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "proto/membership_error.h"
 #include "proto/ops.h"
 #include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
@@ -95,9 +96,7 @@ void Shard::Stop() {
 }
 
 void Shard::MonitorLoop() {
-  const absl::Duration interval =
-      std::clamp(absl::Milliseconds(options_.heartbeat_timeout_ms) / 4,
-                 absl::Milliseconds(5), absl::Milliseconds(500));
+  const absl::Duration interval = registry_.check_interval();
   absl::MutexLock lock(&monitor_mu_);
   while (!monitor_mu_.AwaitWithTimeout(absl::Condition(&stopping_),
                                        interval)) {
@@ -110,13 +109,25 @@ void Shard::MonitorLoop() {
 void Shard::CheckLiveness(absl::Time now) {
   // Dedup windows of clients idle for dedup_idle_timeout are forgotten too.
   for (ShardTable* table : AllTables()) table->EvictIdleClients(now);
-  const std::vector<int> evicted = registry_.EvictExpired(now);
-  if (evicted.empty()) return;
-  for (int w : evicted) {
+  const WorkerRegistry::Check check = registry_.EvictExpired(now);
+  if (check.stalled > absl::ZeroDuration()) {
+    spdlog::warn(
+        "shard {}: this server made no progress for {} ms (stopped or "
+        "starved); nobody is evicted for that silence: every worker has {} "
+        "ms (server.heartbeat_timeout_ms) from now to be heard",
+        shard_index_, absl::ToInt64Milliseconds(check.stalled),
+        options_.heartbeat_timeout_ms);
+  }
+  if (check.evicted.empty()) return;
+  for (int w : check.evicted) {
     spdlog::warn("shard {}: evicted worker {}: no heartbeat within {} ms",
                  shard_index_, w, options_.heartbeat_timeout_ms);
   }
   // Steps and waits that were held up by the evicted workers go on.
+  ScheduleAdvanceSteps();
+}
+
+void Shard::ScheduleAdvanceSteps() {
   if (!executor_->Schedule([this] { AdvanceSteps(); })) {
     spdlog::warn("shard {}: executor stopped; not applying steps",
                  shard_index_);
@@ -184,26 +195,94 @@ absl::StatusOr<proto::TableSpec> Shard::CreateTable(
   return ToTableSpec(config);
 }
 
-absl::StatusOr<int64_t> Shard::RegisterWorker(int64_t worker_id) {
-  const bool was_live = registry_.IsLive(worker_id);
-  ASSIGN_OR_RETURN(int64_t clock, registry_.Register(worker_id, absl::Now()));
-  if (!was_live) {
-    spdlog::info("shard {}: re-admitted worker {} at clock {}", shard_index_,
-                 worker_id, clock);
+absl::Status Shard::RegisterWorker(const proto::RegisterWorkerRequest& request,
+                                   proto::RegisterWorkerResponse* response) {
+  const int64_t worker_id = request.worker_id();
+  absl::StatusOr<WorkerRegistry::Registration> r = registry_.Register(
+      worker_id, request.session_id(), request.job_id(), request.min_clock(),
+      absl::Now());
+  if (!r.ok()) {
+    spdlog::warn("shard {}: refused to register worker {}: {}", shard_index_,
+                 worker_id, std::string(r.status().message()));
+    return r.status();
+  }
+  if (r->new_generation) {
+    spdlog::info("shard {}: job '{}' begins (generation {}) at clock {}",
+                 shard_index_, r->job_id, r->job_generation,
+                 r->job_start_clock);
+  }
+  if (r->admitted) {
+    spdlog::info("shard {}: admitted worker {} at clock {}", shard_index_,
+                 worker_id, r->clock);
   } else {
     spdlog::debug("shard {}: worker {} registered at clock {}", shard_index_,
-                  worker_id, clock);
+                  worker_id, r->clock);
   }
+  response->set_clock(r->clock);
+  response->set_job_start_clock(r->job_start_clock);
+  response->set_job_generation(r->job_generation);
+  response->set_barriers_completed(r->barriers_completed);
+  response->set_job_id(r->job_id);
+  // A replaced process, a new generation or a raised clock may complete
+  // steps and barriers.
+  ScheduleAdvanceSteps();
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
+                              proto::HeartbeatResponse* response) {
+  RETURN_IF_ERROR(registry_.CheckWorkerId(request.worker_id()));
+  const proto::MembershipState state =
+      registry_.Heartbeat(request.worker_id(), request.session_id(),
+                          request.job_id(), absl::Now());
+  response->set_registered(state == proto::MEMBERSHIP_MEMBER);
+  response->set_membership(state);
+  response->set_current_step(registry_.FloorClock());
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Leave(const proto::LeaveRequest& request) {
+  RETURN_IF_ERROR(registry_.Leave(request.worker_id(), request.session_id(),
+                                  absl::Now()));
+  spdlog::info("shard {}: worker {} left", shard_index_, request.worker_id());
+  ScheduleAdvanceSteps();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Shard::RegisterWorker(int64_t worker_id) {
+  RETURN_IF_ERROR(registry_.CheckWorkerId(worker_id));
+  absl::StatusOr<int64_t> clock = registry_.Register(worker_id, absl::Now());
+  // Here, not on the executor: the caller sees every effect on return.
+  if (clock.ok()) AdvanceSteps();
   return clock;
 }
 
 absl::StatusOr<bool> Shard::Heartbeat(int64_t worker_id) {
   RETURN_IF_ERROR(registry_.CheckWorkerId(worker_id));
-  return registry_.Touch(worker_id, absl::Now());
+  return registry_.Touch(worker_id, 0, absl::Now()) ==
+         proto::MEMBERSHIP_MEMBER;
 }
 
 void Shard::Clock(int64_t worker_id, int64_t clock,
                   std::function<void(absl::StatusOr<int64_t>)> done) {
+  proto::ClockRequest request;
+  request.set_worker_id(static_cast<uint32_t>(worker_id));
+  request.set_clock(clock);
+  Clock(request, std::move(done));
+}
+
+void Shard::Barrier(int64_t worker_id, uint64_t generation,
+                    std::function<void(absl::Status)> done) {
+  proto::BarrierRequest request;
+  request.set_worker_id(static_cast<uint32_t>(worker_id));
+  request.set_generation(generation);
+  Barrier(request, std::move(done));
+}
+
+void Shard::Clock(const proto::ClockRequest& request,
+                  std::function<void(absl::StatusOr<int64_t>)> done) {
+  const int64_t worker_id = request.worker_id();
+  const int64_t clock = request.clock();
   if (clock < 0) {
     done(absl::InvalidArgumentError(
         absl::StrCat("clock ", clock, " is negative")));
@@ -214,8 +293,8 @@ void Shard::Clock(int64_t worker_id, int64_t clock,
                  "caught up (steps this shard lost are skipped)",
                  shard_index_, worker_id, clock - 1);
   }
-  absl::StatusOr<int64_t> advanced =
-      registry_.AdvanceClock(worker_id, clock, absl::Now());
+  absl::StatusOr<int64_t> advanced = registry_.AdvanceClock(
+      worker_id, request.session_id(), clock, absl::Now());
   if (!advanced.ok()) {
     done(advanced.status());
     return;
@@ -234,9 +313,12 @@ void Shard::Clock(int64_t worker_id, int64_t clock,
 
 void Shard::AdvanceSteps() {
   const int64_t floor = registry_.FloorClock();
-  const absl::flat_hash_set<uint32_t> live = registry_.LiveWorkers();
   for (ShardTable* table : AllTables()) {
-    absl::StatusOr<int64_t> advanced = table->ApplyStepsUpTo(floor, live);
+    if (!table->policy().HasSteps() || table->steps() >= floor) continue;
+    // Only the open step can hold pushes; its members are the workers
+    // taking part in it (not one admitted past it).
+    absl::StatusOr<int64_t> advanced = table->ApplyStepsUpTo(
+        floor, registry_.MembersOfStep(table->steps()));
     if (!advanced.ok()) {
       spdlog::error("shard {}: applying sync step of table '{}' failed: {}",
                     shard_index_, table->config().name,
@@ -246,27 +328,34 @@ void Shard::AdvanceSteps() {
   waits_.Notify();
 }
 
-void Shard::Barrier(int64_t worker_id, uint64_t generation,
+void Shard::Barrier(const proto::BarrierRequest& request,
                     std::function<void(absl::Status)> done) {
+  const int64_t worker_id = request.worker_id();
+  const uint64_t session = request.session_id();
+  const uint64_t generation = request.generation();
   absl::Status arrived =
-      registry_.ArriveAtBarrier(worker_id, generation, absl::Now());
+      registry_.ArriveAtBarrier(worker_id, session, generation, absl::Now());
   if (!arrived.ok()) {
     done(arrived);
     return;
   }
   waits_.Notify();  // this arrival may complete the others' wait
-  auto resume = [this, worker_id, done = std::move(done)](absl::Status s) {
-    if (s.ok() && !registry_.IsLive(worker_id)) {
-      s = absl::FailedPreconditionError(absl::StrCat(
-          "worker ", worker_id,
-          " was evicted while waiting at a barrier; call RegisterWorker "
-          "again"));
+  auto resume = [this, worker_id, session, done = std::move(done)](
+                    absl::Status s) {
+    if (s.ok()) {
+      // Evicted (or replaced) while waiting: the refusal says which.
+      const proto::MembershipState state =
+          registry_.MembershipOf(worker_id, session);
+      if (state != proto::MEMBERSHIP_MEMBER) {
+        s = registry_.RefusalFor(worker_id, state);
+      }
     }
     done(s);
   };
-  auto ready = [this, worker_id, generation] {
+  auto ready = [this, worker_id, session, generation] {
     return registry_.BarrierComplete(generation) ||
-           !registry_.IsLive(worker_id);
+           registry_.MembershipOf(worker_id, session) !=
+               proto::MEMBERSHIP_MEMBER;
   };
   auto shared_resume =
       std::make_shared<decltype(resume)>(std::move(resume));
@@ -337,7 +426,7 @@ proto::StatsResponse Shard::GetStats() const {
   proto::StatsResponse stats;
   stats.set_shard_index(shard_index_);
   for (ShardTable* table : AllTables()) table->FillStats(stats.add_tables());
-  registry_.FillStats(absl::Now(), stats.mutable_workers());
+  registry_.FillStats(absl::Now(), &stats);
   return stats;
 }
 
@@ -412,7 +501,9 @@ void Shard::ProcessData(
   const TableConfig& config = table->config();
   const int64_t worker = request->worker_id;
   if (worker >= 0) {
-    const bool live = registry_.Touch(worker, absl::Now());
+    const proto::MembershipState membership =
+        registry_.Touch(worker, request->client_id, absl::Now());
+    const bool live = membership == proto::MEMBERSHIP_MEMBER;
     if (live && registry_.CatchUp(worker, request->clock)) {
       spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
                    "caught up (steps this shard lost are skipped)",
@@ -420,17 +511,23 @@ void Shard::ProcessData(
       // The lost steps are applied (empty) on the executor; waits wake then.
       executor_->Schedule([this] { AdvanceSteps(); });
     }
-    // Where only workers may push, an evicted worker must register again
-    // (its pushes would otherwise land in steps it is no longer part of).
+    // Where only workers may push, a non-member must rejoin first (its
+    // pushes would otherwise land in steps it is no longer part of).
     if (!live && IsPush(request->op) &&
         table->policy().traits().workers_only_push) {
-      done(ErrorResponse(
-          *request, absl::FailedPreconditionError(absl::StrCat(
-                        "worker ", worker,
-                        " was evicted; call RegisterWorker again before "
-                        "pushing to ",
-                        ConsistencyName(config.consistency), " table '",
-                        config.name, "'"))));
+      const absl::Status refusal = registry_.RefusalFor(worker, membership);
+      proto::DataResponse response = ErrorResponse(
+          *request,
+          absl::Status(refusal.code(),
+                       absl::StrCat("push to ",
+                                    ConsistencyName(config.consistency),
+                                    " table '", config.name, "' on shard ",
+                                    shard_index_, ": ", refusal.message())));
+      if (GetMembershipError(refusal).has_value()) {  // else a bad id
+        response.set_membership(membership);
+        response.set_step(registry_.FloorClock());
+      }
+      done(std::move(response));
       return;
     }
   }
@@ -458,6 +555,10 @@ void Shard::ExecuteData(ShardTable* table, const DataRequestView& request,
   if (!s.ok()) {
     done(ErrorResponse(request, s));
     return;
+  }
+  if (request.worker_id >= 0 && IsPush(request.op)) {
+    // A re-admitted worker skips the step it already pushed into.
+    registry_.RecordPush(request.worker_id, request.client_id, request.clock);
   }
   done(std::move(response));
 }

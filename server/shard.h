@@ -72,7 +72,7 @@ class Shard {
   Shard& operator=(const Shard&) = delete;
 
   // Starts the liveness monitor (checks every heartbeat_timeout / 4, clamped
-  // to [5 ms, 500 ms]).
+  // to [5 ms, 500 ms]; WorkerRegistry::EvictExpired).
   void Start();
   // Fails parked operations with UNAVAILABLE, makes new waits fail, joins the
   // monitor. Idempotent.
@@ -88,21 +88,42 @@ class Shard {
   // spec. Returns the table's spec.
   absl::StatusOr<proto::TableSpec> CreateTable(const proto::TableSpec& spec);
 
-  // Admits (or re-admits) a worker; returns its starting clock.
-  absl::StatusOr<int64_t> RegisterWorker(int64_t worker_id);
+  // Membership (server/worker_registry.h has the rules). Each fills its
+  // response; errors: INVALID_ARGUMENT for a worker id outside
+  // [0, num_workers), FAILED_PRECONDITION with a MembershipError payload
+  // (proto/membership_error.h) when the session is not a member.
 
-  // Refreshes the worker's liveness. Returns false if it was evicted.
-  // INVALID_ARGUMENT for an id outside [0, num_workers).
-  absl::StatusOr<bool> Heartbeat(int64_t worker_id);
+  // Registers (or re-admits) a worker in a job.
+  absl::Status RegisterWorker(const proto::RegisterWorkerRequest& request,
+                              proto::RegisterWorkerResponse* response);
+
+  // Refreshes the worker's liveness; the response says whether the session
+  // is still a member.
+  absl::Status Heartbeat(const proto::HeartbeatRequest& request,
+                         proto::HeartbeatResponse* response);
 
   // Advances the worker's clock, applies sync steps that became complete and
   // wakes waiters; `done` gets the worker's clock once that is done.
-  void Clock(int64_t worker_id, int64_t clock,
+  void Clock(const proto::ClockRequest& request,
              std::function<void(absl::StatusOr<int64_t>)> done);
 
   // `done` is called once barrier `generation` completes for all live
-  // workers (OK), or with FAILED_PRECONDITION if this worker is evicted
-  // meanwhile, UNAVAILABLE on shutdown.
+  // workers (OK), or with FAILED_PRECONDITION if this worker stops being a
+  // member meanwhile, UNAVAILABLE on shutdown.
+  void Barrier(const proto::BarrierRequest& request,
+               std::function<void(absl::Status)> done);
+
+  // The worker leaves (clean exit): steps and barriers stop waiting for it.
+  absl::Status Leave(const proto::LeaveRequest& request);
+
+  // The calls above for an anonymous session (session 0) of the current job
+  // (tests, fuzzing): RegisterWorker returns the worker's clock once the
+  // sync steps it completed are applied (on the calling thread), Heartbeat
+  // whether it is a member.
+  absl::StatusOr<int64_t> RegisterWorker(int64_t worker_id);
+  absl::StatusOr<bool> Heartbeat(int64_t worker_id);
+  void Clock(int64_t worker_id, int64_t clock,
+             std::function<void(absl::StatusOr<int64_t>)> done);
   void Barrier(int64_t worker_id, uint64_t generation,
                std::function<void(absl::Status)> done);
 
@@ -117,7 +138,8 @@ class Shard {
                   DataDone done);
 
   // One liveness check at `now` (the monitor calls it periodically): evicts
-  // silent workers, then applies the sync steps they no longer block; also
+  // workers silent while the server ran (none after a stall of the server
+  // itself), then applies the sync steps they no longer block; also
   // forgets the dedup windows of clients idle since before now - 1 h.
   void CheckLiveness(absl::Time now);
 
@@ -160,6 +182,8 @@ class Shard {
                    const DataDone& done);
   // Applies complete sync steps of every table and wakes waiters.
   void AdvanceSteps();
+  // AdvanceSteps() on the executor (after a membership change).
+  void ScheduleAdvanceSteps();
   void MonitorLoop();
 
   // Constant after construction.

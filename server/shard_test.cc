@@ -52,12 +52,22 @@ std::vector<float> Floats(const std::string& bytes) {
 
 class ShardTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { MakeShard(/*join_timeout_ms=*/60000); }
+  // Tasks the shard scheduled run before it goes.
+  void TearDown() override {
+    executor_->Stop();
+    shard_.reset();
+  }
+
+  void MakeShard(int64_t join_timeout_ms) {
+    if (executor_ != nullptr) executor_->Stop();
+    shard_.reset();
+    executor_ = std::make_unique<Executor>(2);
     ClusterConfig config;
     config.servers = {"127.0.0.1:1"};
     config.num_workers = 2;
     config.server.heartbeat_timeout_ms = 60000;
-    config.server.worker_join_timeout_ms = 60000;
+    config.server.worker_join_timeout_ms = join_timeout_ms;
     TableConfig sync;
     sync.name = "sync";
     sync.table_id = 0;
@@ -70,7 +80,8 @@ class ShardTest : public ::testing::Test {
     ssp.consistency = Consistency::kSsp;
     ssp.staleness = 1;
     config.tables = {sync, ssp};
-    auto shard = Shard::Create(config, 0, CreateCpuUpdateBackend(), &executor_);
+    auto shard = Shard::Create(config, 0, CreateCpuUpdateBackend(),
+                               executor_.get());
     ASSERT_TRUE(shard.ok()) << shard.status();
     shard_ = std::move(shard).value();
   }
@@ -86,6 +97,25 @@ class ShardTest : public ::testing::Test {
     return result;
   }
 
+  absl::StatusOr<int64_t> Register(int worker, uint64_t session) {
+    proto::RegisterWorkerRequest request;
+    request.set_worker_id(worker);
+    request.set_session_id(session);
+    proto::RegisterWorkerResponse response;
+    absl::Status s = shard_->RegisterWorker(request, &response);
+    if (!s.ok()) return s;
+    return response.clock();
+  }
+
+  proto::HeartbeatResponse Heartbeat(int worker, uint64_t session) {
+    proto::HeartbeatRequest request;
+    request.set_worker_id(worker);
+    request.set_session_id(session);
+    proto::HeartbeatResponse response;
+    EXPECT_TRUE(shard_->Heartbeat(request, &response).ok());
+    return response;
+  }
+
   proto::DataResponse Do(std::shared_ptr<proto::DataRequest> request) {
     Result result;
     shard_->SubmitData(request, result.Callback());
@@ -93,11 +123,12 @@ class ShardTest : public ::testing::Test {
     return result.response;
   }
 
-  Executor executor_{2};
+  std::unique_ptr<Executor> executor_;
   std::unique_ptr<Shard> shard_;
 };
 
 TEST_F(ShardTest, EvictionReleasesAWaitingSyncPull) {
+  MakeShard(/*join_timeout_ms=*/1000);
   ASSERT_EQ(Do(Req(proto::PUSH, 0, 0, 0, {2, 4})).status_code(), 0);
   ASSERT_TRUE(Clock(0, 1).ok());
   Result pull;
@@ -106,20 +137,84 @@ TEST_F(ShardTest, EvictionReleasesAWaitingSyncPull) {
   EXPECT_EQ(shard_->NumWaitingForTesting(), 1);
 
   // Worker 0 keeps heartbeating; worker 1 never shows up.
-  ASSERT_TRUE(*shard_->Heartbeat(0));
-  shard_->CheckLiveness(absl::Now() + absl::Seconds(61));
+  ASSERT_TRUE(Heartbeat(0, 0).registered());
+  shard_->CheckLiveness(absl::Now() + absl::Seconds(2));
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(pull.response.status_code(), 0);
   EXPECT_EQ(pull.response.step(), 1);
   // Only worker 0 pushed and only it is live: divisor 1.
   EXPECT_THAT(Floats(pull.response.values()), ElementsAre(-2, -4));
 
-  // Worker 1 must re-register; it rejoins at the current step.
-  EXPECT_FALSE(*shard_->Heartbeat(1));
-  EXPECT_EQ(Do(Req(proto::PUSH, 0, 1, 1, {1, 1})).status_code(),
+  // Worker 1 must rejoin; its push is refused saying so, and it rejoins at
+  // the current step.
+  proto::HeartbeatResponse beat = Heartbeat(1, 0);
+  EXPECT_FALSE(beat.registered());
+  EXPECT_EQ(beat.membership(), proto::MEMBERSHIP_EVICTED);
+  EXPECT_EQ(beat.current_step(), 1);
+  proto::DataResponse refused = Do(Req(proto::PUSH, 0, 1, 1, {1, 1}));
+  EXPECT_EQ(refused.status_code(),
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
-  EXPECT_EQ(*shard_->RegisterWorker(1), 1);
+  EXPECT_EQ(refused.membership(), proto::MEMBERSHIP_EVICTED);
+  EXPECT_EQ(refused.step(), 1);
+  EXPECT_NE(refused.status_message().find("call Rejoin()"), std::string::npos)
+      << refused.status_message();
+  EXPECT_EQ(*Register(1, 0), 1);
   EXPECT_EQ(Do(Req(proto::PUSH, 0, 1, 1, {1, 1})).status_code(), 0);
+}
+
+TEST_F(ShardTest, ServerStallEvictsNobody) {
+  MakeShard(/*join_timeout_ms=*/1000);
+  ASSERT_TRUE(Register(0, 1).ok());
+  // The next check comes a minute later: the server itself was stopped.
+  shard_->CheckLiveness(absl::Now() + absl::Seconds(61));
+  const proto::StatsResponse stats = shard_->GetStats();
+  ASSERT_EQ(stats.workers_size(), 2);
+  EXPECT_TRUE(stats.workers(0).live());
+  EXPECT_TRUE(stats.workers(1).live());
+  EXPECT_TRUE(Heartbeat(0, 1).registered());
+}
+
+TEST_F(ShardTest, LeaveReleasesAWaitingSyncStep) {
+  ASSERT_TRUE(Register(0, 1).ok());
+  ASSERT_TRUE(Register(1, 2).ok());
+  auto push = Req(proto::PUSH, 0, 0, 0, {2, 4});
+  push->set_client_id(1);
+  ASSERT_EQ(Do(push).status_code(), 0);
+  ASSERT_TRUE(Clock(0, 1).ok());
+  Result pull;
+  shard_->SubmitData(Req(proto::PULL, 0, 0, 1), pull.Callback());
+  EXPECT_FALSE(pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  proto::LeaveRequest leave;
+  leave.set_worker_id(1);
+  leave.set_session_id(2);
+  ASSERT_TRUE(shard_->Leave(leave).ok());
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_THAT(Floats(pull.response.values()), ElementsAre(-2, -4));
+  EXPECT_EQ(shard_->GetStats().workers(1).state(), "left");
+}
+
+TEST_F(ShardTest, RestartedProcessSkipsTheStepItsPredecessorPushedInto) {
+  ASSERT_TRUE(Register(0, 1).ok());
+  ASSERT_TRUE(Register(1, 2).ok());
+  auto push = [&](int worker, uint64_t session, int64_t clock, float g) {
+    auto r = Req(proto::PUSH, 0, worker, clock, {g, g});
+    r->set_client_id(session);
+    r->set_request_id(clock * 10 + worker + 1);
+    return Do(r).status_code();
+  };
+  ASSERT_EQ(push(1, 2, 0, 1), 0);
+  // Worker 1 crashes after its push; its new process (session 3) starts
+  // at step 1, so step 0 is the mean of the two pushes it got.
+  EXPECT_EQ(*Register(1, 3), 1);
+  ASSERT_EQ(push(0, 1, 0, 3), 0);
+  ASSERT_TRUE(Clock(0, 1).ok());
+  proto::DataResponse r = Do(Req(proto::PULL, 0, 0, 1));
+  EXPECT_EQ(r.step(), 1);
+  EXPECT_THAT(Floats(r.values()), ElementsAre(-2, -2));
+  // The old process is refused.
+  EXPECT_EQ(push(1, 2, 1, 5),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(Heartbeat(1, 2).membership(), proto::MEMBERSHIP_REPLACED);
 }
 
 TEST_F(ShardTest, NegativeClockIsRejectedAndChangesNothing) {

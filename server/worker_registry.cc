@@ -4,19 +4,35 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/membership_error.h"
 
 namespace ps {
+namespace {
+
+absl::Duration CheckInterval(absl::Duration heartbeat_timeout) {
+  return std::clamp(heartbeat_timeout / 4, absl::Milliseconds(5),
+                    absl::Milliseconds(500));
+}
+
+}  // namespace
 
 WorkerRegistry::WorkerRegistry(int num_workers,
                                absl::Duration heartbeat_timeout,
                                absl::Duration join_timeout, absl::Time start)
-    : num_workers_(num_workers), heartbeat_timeout_(heartbeat_timeout) {
+    : num_workers_(num_workers),
+      heartbeat_timeout_(heartbeat_timeout),
+      join_timeout_(join_timeout),
+      check_interval_(CheckInterval(heartbeat_timeout)),
+      stall_gap_(std::max(heartbeat_timeout / 2,
+                          3 * CheckInterval(heartbeat_timeout))) {
   absl::MutexLock lock(&mu_);
   workers_.resize(num_workers);
   for (Worker& w : workers_) {
     w.last_seen = start;
     w.deadline = start + join_timeout;
   }
+  last_check_ = start;
 }
 
 absl::Status WorkerRegistry::CheckWorkerId(int64_t worker_id) const {
@@ -28,49 +44,265 @@ absl::Status WorkerRegistry::CheckWorkerId(int64_t worker_id) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> WorkerRegistry::Register(int64_t worker_id,
-                                                 absl::Time now) {
+// ------------------------------------------------------------ registration
+
+absl::StatusOr<WorkerRegistry::Registration> WorkerRegistry::Register(
+    int64_t worker_id, uint64_t session, const std::string& job_id,
+    int64_t min_clock, absl::Time now) {
   if (absl::Status s = CheckWorkerId(worker_id); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
+  Registration result;
+  if (!job_known_) {
+    job_known_ = true;
+    job_id_ = job_id;
+  } else if (job_id != job_id_ || JobEndedLocked()) {
+    std::vector<int> live;
+    for (int i = 0; i < num_workers_; ++i) {
+      if (workers_[i].state == State::kLive) live.push_back(i);
+    }
+    if (job_id != job_id_ && !live.empty()) {
+      proto::MembershipError error;
+      error.set_state(proto::MEMBERSHIP_OTHER_JOB);
+      error.set_worker_id(static_cast<uint32_t>(worker_id));
+      error.set_current_step(floor_clock_);
+      error.set_job_id(job_id_);
+      return MembershipErrorStatus(
+          error,
+          absl::StrCat(
+              "worker ", worker_id, " of job '", job_id,
+              "' cannot join: this shard serves job '", job_id_,
+              "' (generation ", job_generation_, "), whose worker(s) ",
+              absl::StrJoin(live, ", "),
+              " are live; a worker stops counting when it leaves (clean "
+              "exit) or after server.heartbeat_timeout_ms (",
+              absl::ToInt64Milliseconds(heartbeat_timeout_),
+              " ms) of silence"));
+    }
+    BeginGenerationLocked(job_id, now);
+    result.new_generation = true;
+  }
   Worker& w = workers_[worker_id];
-  if (!w.live) {
-    w.live = true;
-    w.clock = floor_clock_;
+  if (session != 0 && w.session != session) {
+    if (std::find(w.replaced.begin(), w.replaced.end(), session) !=
+        w.replaced.end()) {
+      return RefusalLocked(static_cast<int>(worker_id),
+                           proto::MEMBERSHIP_REPLACED);
+    }
+    if (w.session != 0) {
+      w.replaced.push_back(w.session);
+      if (w.replaced.size() > kMaxReplaced) w.replaced.pop_front();
+    }
+    // A new process for this worker: the previous one stops counting, and
+    // the new one is admitted below like a returning one.
+    if (w.joined && Counts(w)) w.state = State::kEvicted;
+    if (w.state == State::kLeft) w.state = State::kEvicted;
+    w.session = session;
+  } else if (w.state == State::kLeft) {
+    if (session != 0) {
+      return RefusalLocked(static_cast<int>(worker_id),
+                           proto::MEMBERSHIP_LEFT);
+    }
+    w.state = State::kEvicted;  // an anonymous registration comes back
+  }
+  if (w.state == State::kEvicted) {
+    Recompute();  // the floor without this worker
+    w.clock = std::max(floor_clock_, w.last_push_clock + 1);
     w.clock_confirmed = true;
     w.barriers_arrived = std::max(w.barriers_arrived, barriers_completed_);
+    result.admitted = true;
   }
-  w.seen = true;
+  w.state = State::kLive;
+  w.joined = true;
+  // A live process registering again (Rejoin() after another shard evicted
+  // it) drops its current step too, where it already pushed into it.
+  const int64_t floor = std::max(min_clock, w.last_push_clock + 1);
+  const bool raised = floor > w.clock;
+  w.clock = std::max(w.clock, floor);
+  if (result.admitted || raised) {
+    // It skipped the steps before its clock (file comment, MembersOfStep).
+    w.admitted_clock = std::max(w.admitted_clock, w.clock);
+  }
   w.last_seen = now;
   w.deadline = now + heartbeat_timeout_;
   Recompute();
-  return w.clock;
+  result.clock = w.clock;
+  result.job_start_clock = job_start_clock_;
+  result.job_generation = job_generation_;
+  result.barriers_completed = barriers_completed_;
+  result.job_id = job_id_;
+  return result;
 }
 
-bool WorkerRegistry::Touch(int64_t worker_id, absl::Time now) {
-  if (worker_id < 0 || worker_id >= num_workers_) return false;
+absl::StatusOr<int64_t> WorkerRegistry::Register(int64_t worker_id,
+                                                 absl::Time now) {
+  std::string job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_id_;
+  }
+  absl::StatusOr<Registration> r =
+      Register(worker_id, /*session=*/0, job, /*min_clock=*/0, now);
+  if (!r.ok()) return r.status();
+  return r->clock;
+}
+
+bool WorkerRegistry::JobEndedLocked() const {
+  bool any_left = false;
+  for (const Worker& w : workers_) {
+    if (w.state == State::kLeft) {
+      any_left = true;
+    } else if (w.joined) {
+      return false;
+    }
+  }
+  return any_left;
+}
+
+void WorkerRegistry::BeginGenerationLocked(const std::string& job_id,
+                                           absl::Time now) {
+  // The new job starts where the cluster is: past every step any worker of
+  // the previous one reached (sync tables apply the empty steps between).
+  int64_t start = floor_clock_;
+  for (const Worker& w : workers_) start = std::max(start, w.clock);
+  for (Worker& w : workers_) w = Worker();
+  for (Worker& w : workers_) {
+    w.clock = start;
+    w.admitted_clock = start;
+    w.last_seen = now;
+    w.deadline = now + join_timeout_;
+  }
+  job_id_ = job_id;
+  ++job_generation_;
+  job_start_clock_ = start;
+  floor_clock_ = start;
+  barriers_completed_ = 0;
+  adopt_sessions_ = false;
+}
+
+// ---------------------------------------------------------------- requests
+
+proto::MembershipState WorkerRegistry::StateLocked(int w,
+                                                   uint64_t session) const {
+  const Worker& m = workers_[w];
+  if (session != 0 && m.session != 0 && session != m.session) {
+    return proto::MEMBERSHIP_REPLACED;
+  }
+  switch (m.state) {
+    case State::kLeft:
+      return proto::MEMBERSHIP_LEFT;
+    case State::kEvicted:
+      return proto::MEMBERSHIP_EVICTED;
+    case State::kPending:
+      // Not registered in this generation: only a process that was
+      // connected before this server (re)started may take the place.
+      if (session != 0 && !adopt_sessions_) {
+        return proto::MEMBERSHIP_OTHER_JOB;
+      }
+      return proto::MEMBERSHIP_MEMBER;
+    case State::kLive:
+      return proto::MEMBERSHIP_MEMBER;
+  }
+  return proto::MEMBERSHIP_EVICTED;
+}
+
+proto::MembershipState WorkerRegistry::TouchLocked(int w, uint64_t session,
+                                                   absl::Time now) {
+  const proto::MembershipState state = StateLocked(w, session);
+  if (state != proto::MEMBERSHIP_MEMBER) return state;
+  Worker& m = workers_[w];
+  if (m.state == State::kPending) {
+    if (m.session == 0) m.session = session;  // adopted (see StateLocked)
+    m.joined = true;
+  }
+  m.state = State::kLive;
+  m.last_seen = now;
+  m.deadline = now + heartbeat_timeout_;
+  return state;
+}
+
+proto::MembershipState WorkerRegistry::Heartbeat(int64_t worker_id,
+                                                 uint64_t session,
+                                                 const std::string& job_id,
+                                                 absl::Time now) {
+  if (!CheckWorkerId(worker_id).ok()) return proto::MEMBERSHIP_EVICTED;
   absl::MutexLock lock(&mu_);
-  Worker& w = workers_[worker_id];
-  if (!w.live) return false;
-  w.seen = true;
-  w.last_seen = now;
-  w.deadline = now + heartbeat_timeout_;
-  return true;
+  if (!job_known_) {
+    // A restarted (or restored) shard learns the job from the processes
+    // that were connected before.
+    job_known_ = true;
+    job_id_ = job_id;
+  } else if (job_id != job_id_) {
+    return proto::MEMBERSHIP_OTHER_JOB;
+  }
+  return TouchLocked(static_cast<int>(worker_id), session, now);
+}
+
+proto::MembershipState WorkerRegistry::Touch(int64_t worker_id,
+                                             uint64_t session,
+                                             absl::Time now) {
+  if (!CheckWorkerId(worker_id).ok()) return proto::MEMBERSHIP_EVICTED;
+  absl::MutexLock lock(&mu_);
+  return TouchLocked(static_cast<int>(worker_id), session, now);
+}
+
+absl::Status WorkerRegistry::RefusalFor(int64_t worker_id,
+                                        proto::MembershipState state) const {
+  if (absl::Status s = CheckWorkerId(worker_id); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  return RefusalLocked(static_cast<int>(worker_id), state);
+}
+
+absl::Status WorkerRegistry::RefusalLocked(
+    int w, proto::MembershipState state) const {
+  proto::MembershipError error;
+  error.set_state(state);
+  error.set_worker_id(static_cast<uint32_t>(w));
+  error.set_current_step(floor_clock_);
+  error.set_job_id(job_id_);
+  std::string message;
+  switch (state) {
+    case proto::MEMBERSHIP_EVICTED:
+      message = absl::StrCat(
+          "worker ", w, " was evicted (silent for more than "
+          "server.heartbeat_timeout_ms = ",
+          absl::ToInt64Milliseconds(heartbeat_timeout_),
+          " ms while the server ran); the job is at step ", floor_clock_,
+          ": call Rejoin() to continue there");
+      break;
+    case proto::MEMBERSHIP_LEFT:
+      message = absl::StrCat("worker ", w,
+                             " left the job; a process that left cannot "
+                             "take part again");
+      break;
+    case proto::MEMBERSHIP_REPLACED:
+      message = absl::StrCat(
+          "worker ", w,
+          " was registered again by another process, which replaces this "
+          "one; this process must stop");
+      break;
+    default:
+      message = absl::StrCat("worker ", w,
+                             " is not registered in the job this shard now "
+                             "serves ('", job_id_, "', generation ",
+                             job_generation_, "); register first");
+      break;
+  }
+  return MembershipErrorStatus(error, message);
 }
 
 absl::StatusOr<int64_t> WorkerRegistry::AdvanceClock(int64_t worker_id,
+                                                     uint64_t session,
                                                      int64_t clock,
                                                      absl::Time now) {
   if (absl::Status s = CheckWorkerId(worker_id); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  Worker& w = workers_[worker_id];
-  if (!w.live) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", worker_id, " was evicted; call RegisterWorker again"));
+  const proto::MembershipState state =
+      TouchLocked(static_cast<int>(worker_id), session, now);
+  if (state != proto::MEMBERSHIP_MEMBER) {
+    return RefusalLocked(static_cast<int>(worker_id), state);
   }
-  w.seen = true;
+  Worker& w = workers_[worker_id];
   w.clock_confirmed = true;
-  w.last_seen = now;
-  w.deadline = now + heartbeat_timeout_;
   if (clock <= w.clock) return w.clock;  // a retried Clock call
   if (clock != w.clock + 1) {
     return absl::InvalidArgumentError(
@@ -83,11 +315,22 @@ absl::StatusOr<int64_t> WorkerRegistry::AdvanceClock(int64_t worker_id,
   return w.clock;
 }
 
-bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock) {
-  if (worker_id < 0 || worker_id >= num_workers_) return false;
+void WorkerRegistry::RecordPush(int64_t worker_id, uint64_t session,
+                                int64_t clock) {
+  if (!CheckWorkerId(worker_id).ok()) return;
   absl::MutexLock lock(&mu_);
   Worker& w = workers_[worker_id];
-  if (!w.live || w.clock_confirmed) return false;
+  if (!Counts(w) || (session != 0 && w.session != 0 && session != w.session)) {
+    return;
+  }
+  w.last_push_clock = std::max(w.last_push_clock, clock);
+}
+
+bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock) {
+  if (!CheckWorkerId(worker_id).ok()) return false;
+  absl::MutexLock lock(&mu_);
+  Worker& w = workers_[worker_id];
+  if (!Counts(w) || w.clock_confirmed) return false;
   w.clock_confirmed = true;
   if (clock <= w.clock) return false;
   w.clock = clock;
@@ -96,18 +339,17 @@ bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock) {
 }
 
 absl::Status WorkerRegistry::ArriveAtBarrier(int64_t worker_id,
+                                             uint64_t session,
                                              uint64_t generation,
                                              absl::Time now) {
   if (absl::Status s = CheckWorkerId(worker_id); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  Worker& w = workers_[worker_id];
-  if (!w.live) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", worker_id, " was evicted; call RegisterWorker again"));
+  const proto::MembershipState state =
+      TouchLocked(static_cast<int>(worker_id), session, now);
+  if (state != proto::MEMBERSHIP_MEMBER) {
+    return RefusalLocked(static_cast<int>(worker_id), state);
   }
-  w.seen = true;
-  w.last_seen = now;
-  w.deadline = now + heartbeat_timeout_;
+  Worker& w = workers_[worker_id];
   w.barriers_arrived = std::max(w.barriers_arrived, generation + 1);
   Recompute();
   return absl::OkStatus();
@@ -118,18 +360,45 @@ bool WorkerRegistry::BarrierComplete(uint64_t generation) const {
   return generation < barriers_completed_;
 }
 
-std::vector<int> WorkerRegistry::EvictExpired(absl::Time now) {
-  std::vector<int> evicted;
+absl::Status WorkerRegistry::Leave(int64_t worker_id, uint64_t session,
+                                   absl::Time now) {
+  if (absl::Status s = CheckWorkerId(worker_id); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
+  Worker& w = workers_[worker_id];
+  if (session != 0 && w.session != 0 && session != w.session) {
+    return RefusalLocked(static_cast<int>(worker_id),
+                         proto::MEMBERSHIP_REPLACED);
+  }
+  w.state = State::kLeft;
+  w.last_seen = now;
+  Recompute();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- liveness
+
+WorkerRegistry::Check WorkerRegistry::EvictExpired(absl::Time now) {
+  Check check;
+  absl::MutexLock lock(&mu_);
+  const absl::Duration gap = now - last_check_;
+  last_check_ = std::max(last_check_, now);
+  if (gap > stall_gap_) {
+    // This server did not run for `gap`: silence meanwhile proves nothing.
+    check.stalled = gap;
+    for (Worker& w : workers_) {
+      if (Counts(w)) w.deadline = std::max(w.deadline, now + heartbeat_timeout_);
+    }
+    return check;
+  }
   for (int i = 0; i < num_workers_; ++i) {
     Worker& w = workers_[i];
-    if (w.live && w.deadline < now) {
-      w.live = false;
-      evicted.push_back(i);
+    if (Counts(w) && w.deadline < now) {
+      w.state = State::kEvicted;
+      check.evicted.push_back(i);
     }
   }
-  if (!evicted.empty()) Recompute();
-  return evicted;
+  if (!check.evicted.empty()) Recompute();
+  return check;
 }
 
 int64_t WorkerRegistry::FloorClock() const {
@@ -141,16 +410,38 @@ absl::flat_hash_set<uint32_t> WorkerRegistry::LiveWorkers() const {
   absl::flat_hash_set<uint32_t> live;
   absl::MutexLock lock(&mu_);
   for (int i = 0; i < num_workers_; ++i) {
-    if (workers_[i].live) live.insert(static_cast<uint32_t>(i));
+    if (Counts(workers_[i])) live.insert(static_cast<uint32_t>(i));
   }
   return live;
 }
 
-bool WorkerRegistry::IsLive(int64_t worker_id) const {
-  if (worker_id < 0 || worker_id >= num_workers_) return false;
+absl::flat_hash_set<uint32_t> WorkerRegistry::MembersOfStep(
+    int64_t step) const {
+  absl::flat_hash_set<uint32_t> members;
   absl::MutexLock lock(&mu_);
-  return workers_[worker_id].live;
+  for (int i = 0; i < num_workers_; ++i) {
+    const Worker& w = workers_[i];
+    if (Counts(w) && w.admitted_clock <= step) {
+      members.insert(static_cast<uint32_t>(i));
+    }
+  }
+  return members;
 }
+
+bool WorkerRegistry::IsLive(int64_t worker_id) const {
+  if (!CheckWorkerId(worker_id).ok()) return false;
+  absl::MutexLock lock(&mu_);
+  return Counts(workers_[worker_id]);
+}
+
+proto::MembershipState WorkerRegistry::MembershipOf(int64_t worker_id,
+                                                    uint64_t session) const {
+  if (!CheckWorkerId(worker_id).ok()) return proto::MEMBERSHIP_EVICTED;
+  absl::MutexLock lock(&mu_);
+  return StateLocked(static_cast<int>(worker_id), session);
+}
+
+// ------------------------------------------------------- state and stats
 
 void WorkerRegistry::ExportState(std::vector<WorkerState>* workers,
                                  int64_t* floor_clock,
@@ -180,21 +471,29 @@ absl::Status WorkerRegistry::ImportState(
   }
   floor_clock_ = floor_clock;
   barriers_completed_ = barriers_completed;
+  job_known_ = false;
+  job_start_clock_ = -1;
+  adopt_sessions_ = true;
   Recompute();
   return absl::OkStatus();
 }
 
-void WorkerRegistry::FillStats(
-    absl::Time now,
-    google::protobuf::RepeatedPtrField<proto::WorkerStats>* out) const {
+void WorkerRegistry::FillStats(absl::Time now,
+                               proto::StatsResponse* out) const {
   absl::MutexLock lock(&mu_);
+  out->set_job_id(job_id_);
+  out->set_job_generation(job_generation_);
+  out->set_job_start_clock(job_start_clock_);
   for (int i = 0; i < num_workers_; ++i) {
     const Worker& w = workers_[i];
-    proto::WorkerStats* s = out->Add();
+    proto::WorkerStats* s = out->add_workers();
     s->set_worker_id(i);
     s->set_clock(w.clock);
-    s->set_live(w.live);
+    s->set_live(Counts(w));
     s->set_ms_since_heartbeat(absl::ToInt64Milliseconds(now - w.last_seen));
+    static constexpr const char* kNames[] = {"pending", "live", "evicted",
+                                             "left"};
+    s->set_state(kNames[static_cast<int>(w.state)]);
   }
 }
 
@@ -202,19 +501,19 @@ void WorkerRegistry::Recompute() {
   int64_t min_clock = std::numeric_limits<int64_t>::max();
   int64_t max_clock = 0;
   uint64_t min_arrived = std::numeric_limits<uint64_t>::max();
-  bool any_live = false;
+  bool any_counting = false;
   for (const Worker& w : workers_) {
     max_clock = std::max(max_clock, w.clock);
-    if (!w.live) continue;
-    any_live = true;
+    if (!Counts(w)) continue;
+    any_counting = true;
     min_clock = std::min(min_clock, w.clock);
     min_arrived = std::min(min_arrived, w.barriers_arrived);
   }
-  // With nobody live, the steps the evicted workers completed still count;
+  // With nobody counting, the steps the others completed still count;
   // barriers stay where they are until someone is admitted.
-  const int64_t floor = any_live ? min_clock : max_clock;
+  const int64_t floor = any_counting ? min_clock : max_clock;
   floor_clock_ = std::max(floor_clock_, floor);
-  if (any_live) {
+  if (any_counting) {
     barriers_completed_ = std::max(barriers_completed_, min_arrived);
   }
 }

@@ -19,6 +19,16 @@
 // Worker 0 evaluates on the test set every eval_every_steps steps with the
 // parameters it pulled; after the last step all workers meet at a Barrier()
 // and worker 0 pulls the final parameters and evaluates them (FINAL line).
+//
+// Membership: the worker's first step is the job's current step,
+// client->clock() - client->job_start_clock() (0 for a fresh job; a
+// restarted worker continues where the job is instead of repeating its
+// schedule, whose batches are a function of the step). When the servers
+// evicted it (a pause longer than heartbeat_timeout_ms), its next push,
+// Clock() or Barrier() fails with ps::IsEvicted(); it then calls Rejoin()
+// and continues at the step the job is at, skipping the steps the others
+// trained meanwhile (logged to stderr). Other membership refusals (replaced
+// by another process, another job) end the run with that error.
 #ifndef PS_WORKER_PS_TRAINER_H_
 #define PS_WORKER_PS_TRAINER_H_
 

@@ -19,7 +19,7 @@ std::string ShardLine(const ShardStats& s) {
   }
   for (const ShardStats::Worker& w : s.workers) {
     workers.push_back(absl::StrCat("worker ", w.worker_id, " clock ", w.clock,
-                                   w.live ? " live" : " evicted"));
+                                   w.live ? " live" : " " + w.state));
   }
   return absl::StrCat("shard ", s.shard_index, " at ", s.address, ": ",
                       tables.empty() ? "no tables" : absl::StrJoin(tables, ", "),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
@@ -116,7 +117,7 @@ std::vector<std::string> LaunchPlan::WorkerArgs(const LaunchOptions& options,
 
 std::vector<std::string> LaunchPlan::WorkerEnv(int w) const {
   return {"PS_CONFIG=" + worker_config, absl::StrCat("PS_WORKER_INDEX=", w),
-          absl::StrCat("PS_NUM_WORKERS=", num_workers)};
+          absl::StrCat("PS_NUM_WORKERS=", num_workers), "PS_JOB_ID=" + job_id};
 }
 
 absl::StatusOr<LaunchPlan> Prepare(const LaunchOptions& options) {
@@ -128,6 +129,9 @@ absl::StatusOr<LaunchPlan> Prepare(const LaunchOptions& options) {
   RETURN_IF_ERROR(ValidateOptions(options, plan.effective));
   plan.num_servers = plan.effective.num_servers();
   plan.num_workers = plan.effective.config().num_workers;
+  plan.job_id = absl::StrCat(
+      "launch-", absl::Hex(absl::Uniform<uint64_t>(absl::BitGen()),
+                           absl::kZeroPad16));
   plan.blas_threads = options.blas_threads;
   if (plan.blas_threads <= 0) {
     const int cores = std::max(1u, std::thread::hardware_concurrency());

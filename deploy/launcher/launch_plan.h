@@ -23,6 +23,9 @@ struct LaunchPlan {
   std::string worker_config;  // written once the servers' ports are known
   // Whether the launcher chose server.checkpoint_dir (under tmp_dir).
   bool launcher_checkpoints = false;
+  // A random id of this launch, the workers' $PS_JOB_ID: servers that
+  // outlive it tell its workers from the next launch's (client/client.h).
+  std::string job_id;
 
   // Server `i`'s command line, listening on `port` ("0": the OS picks).
   std::vector<std::string> ServerArgs(const LaunchOptions& options, int i,

@@ -244,6 +244,22 @@ void BindWorker(py::class_<PyClient>& c) {
              ThrowIfError(
                  self.Released([](Client& cl) { return cl.Barrier(); }));
            })
+      .def("rejoin",
+           [](const PyClient& self) {
+             return ValueOrThrow(
+                 self.Released([](Client& cl) { return cl.Rejoin(); }));
+           })
+      .def("leave",
+           [](const PyClient& self) {
+             ThrowIfError(
+                 self.Released([](Client& cl) { return cl.Leave(); }));
+           })
+      .def_property_readonly(
+          "job_start_clock",
+          [](const PyClient& self) {
+            return self.Released(
+                [](Client& cl) { return cl.job_start_clock(); });
+          })
       .def("stats",
            [](const PyClient& self) {
              return ValueOrThrow(

@@ -137,11 +137,15 @@ void BindStats(py::module_& m) {
   py::class_<ShardStats::Worker>(shard, "Worker")
       .def_readonly("worker_id", &ShardStats::Worker::worker_id)
       .def_readonly("clock", &ShardStats::Worker::clock)
-      .def_readonly("live", &ShardStats::Worker::live);
+      .def_readonly("live", &ShardStats::Worker::live)
+      .def_readonly("state", &ShardStats::Worker::state);
   shard.def_readonly("shard_index", &ShardStats::shard_index)
       .def_readonly("address", &ShardStats::address)
       .def_readonly("tables", &ShardStats::tables)
-      .def_readonly("workers", &ShardStats::workers);
+      .def_readonly("workers", &ShardStats::workers)
+      .def_readonly("job_id", &ShardStats::job_id)
+      .def_readonly("job_generation", &ShardStats::job_generation)
+      .def_readonly("job_start_clock", &ShardStats::job_start_clock);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 //
 // The classes live in Python (ps_client/errors.py, one per absl::StatusCode,
 // all derived from ps_client.errors.PsError); this unit only hands over the
-// code and the message. REQUIRES: the GIL.
+// code, the message and what a worker acts on (a membership refusal, a
+// partial push's outcome: client/client.h). REQUIRES: the GIL.
 #ifndef PS_CLIENT_PYTHON_BINDINGS_STATUS_H_
 #define PS_CLIENT_PYTHON_BINDINGS_STATUS_H_
 

@@ -320,9 +320,34 @@ class Client:
         """The worker's clock (0 at start, or the step it joined at)."""
         return self._c.current_clock
 
+    @property
+    def job_start_clock(self):
+        """The clock at which the servers' current job began (0 for the
+        first job of fresh servers)."""
+        return self._c.job_start_clock
+
+    @property
+    def job_step(self):
+        """Worker: this worker's step in the job, ``current_clock -
+        job_start_clock``: 0 at the start, the job's step for a worker that
+        (re)joined a running job."""
+        return self.current_clock - self.job_start_clock
+
     def barrier(self):
         """Worker only: blocks until every live worker reached it."""
         self._c.barrier()
+
+    def rejoin(self):
+        """Worker only: after :class:`ps_client.Evicted`, registers again
+        and moves this worker's clock to the step the job is at (the same on
+        every server); returns that clock. The step it was in is dropped
+        (what it pushed there counts)."""
+        return self._c.rejoin()
+
+    def leave(self):
+        """Worker only: leaves the job (a clean exit; :meth:`close` does
+        it): the servers stop waiting for this worker at once."""
+        self._c.leave()
 
     def stats(self):
         """Per-shard statistics (list of :class:`ShardStats`)."""

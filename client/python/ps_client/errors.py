@@ -19,7 +19,8 @@ __all__ = [
     "PsError", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded",
     "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",
     "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented",
-    "Internal", "Unavailable", "DataLoss", "Unauthenticated", "from_status",
+    "Internal", "Unavailable", "DataLoss", "Unauthenticated", "NotAMember",
+    "Evicted", "from_status",
 ]
 
 
@@ -38,6 +39,10 @@ class PsError(Exception):
     def __init__(self, message=""):
         super().__init__(message)
         self.message = message
+        #: A failed push that spans shards: where it was applied, by shard
+        #: index (``{"applied": [...], "not_applied": [...], "unknown":
+        #: [...]}``, see ``client/client.h``), else None.
+        self.push_outcome = None
 
     def __str__(self):
         return f"{self.code_name}: {self.message}"
@@ -130,14 +135,43 @@ class Unauthenticated(PsError):
 _BY_CODE = {cls.code: cls for cls in PsError.__subclasses__()}
 
 
-def from_status(code, message):
-    """The exception (not raised) for status ``code`` with ``message``.
+class NotAMember(FailedPrecondition):
+    """FAILED_PRECONDITION: this worker is not a member of the job any more.
+
+    Attributes:
+        reason: ``"evicted"`` (see :class:`Evicted`), ``"left"`` (this
+            client left), ``"replaced"`` (another process registered this
+            worker index: stop), ``"other_job"`` (the servers serve
+            another job).
+        current_step: the step the job is at.
+    """
+    reason = ""
+    current_step = 0
+
+
+class Evicted(NotAMember):
+    """The servers evicted this worker (silent longer than
+    ``server.heartbeat_timeout_ms``, e.g. a long pause): call
+    ``client.rejoin()`` and continue at the step it returns
+    (``ps_client.nn.DenseParameters.push()`` does both)."""
+    reason = "evicted"
+
+
+def from_status(code, message, membership=None, current_step=0,
+                push_outcome=None):
+    """The exception (not raised) for status ``code`` with ``message``;
+    ``membership`` (a :class:`NotAMember` reason) and ``push_outcome`` come
+    from the status' payloads.
 
     An unknown code gives a :class:`PsError` with that code.
     """
-    cls = _BY_CODE.get(code)
-    if cls is not None:
-        return cls(message)
-    error = PsError(message)
-    error.code, error.code_name = code, f"CODE_{code}"
+    if membership is not None and code == FailedPrecondition.code:
+        error = (Evicted if membership == "evicted" else NotAMember)(message)
+        error.reason, error.current_step = membership, current_step
+    elif code in _BY_CODE:
+        error = _BY_CODE[code](message)
+    else:
+        error = PsError(message)
+        error.code, error.code_name = code, f"CODE_{code}"
+    error.push_outcome = push_outcome
     return error

@@ -2,6 +2,8 @@
 
 import torch
 
+from ps_client import errors
+
 __all__ = ["DenseParameters"]
 
 
@@ -40,6 +42,20 @@ class DenseParameters:
     Several helpers on one worker (e.g. with an :class:`EmbeddingBag` on a
     sync table): call ``push(clock=False)`` on each and ``client.clock()``
     once per step.
+
+    Membership (README, "Membership and liveness"): a worker that the
+    servers evicted (silent longer than ``server.heartbeat_timeout_ms``, e.g.
+    a long pause) has its next push or clock refused; ``push()`` then
+    rejoins the job and returns the step the job is at, so a loop driven by
+    it skips the steps the others trained meanwhile, and a restarted worker
+    starts at ``params.step`` instead of 0::
+
+        step = params.step                # 0, or where the job is
+        while step < total_steps:
+            x, y = batch(step)            # the data schedule follows the step
+            params.pull()
+            F.cross_entropy(model(x), y).backward()
+            step = params.push()          # step + 1, or the job's step
     """
 
     def __init__(self, client, module, table, *, offset=0):
@@ -71,6 +87,12 @@ class DenseParameters:
             p.grad = self.grads[at:at + n].view_as(p)
             at += n
 
+    @property
+    def step(self):
+        """This worker's step in the job (``client.job_step``): where a
+        started, restarted or rejoined worker continues."""
+        return self.client.job_step
+
     def pull(self):
         """Reads the parameters from the table into the module; waits as
         the table's consistency requires."""
@@ -88,24 +110,38 @@ class DenseParameters:
             scale: multiplies the gradients before they are sent.
             clock: call ``client.clock()`` after the push (default: for sync
                 and ssp tables when the client is a worker).
+
+        Returns:
+            the step to run next (:attr:`step`): this one + 1 after a clock,
+            or the job's step when the servers had evicted this worker (it
+            rejoined; the step it was in is dropped).
         """
         self._gather_grads()
         if scale != 1.0:
             self.grads.mul_(scale)
-        if self.table.consistency == "async":
-            self.client.push_pull_dense(self.table, self.grads,
-                                        offset=self.offset, out=self.values,
-                                        zero_copy=True).wait()
-            self._fresh = True
-        else:
-            self.client.push_dense(self.table, self.grads, offset=self.offset,
-                                   zero_copy=True).wait()
-        self.grads.zero_()
         if clock is None:
             clock = (self.table.consistency != "async"
                      and self.client.worker_index >= 0)
-        if clock:
-            self.client.clock()
+        try:
+            if self.table.consistency == "async":
+                self.client.push_pull_dense(self.table, self.grads,
+                                            offset=self.offset,
+                                            out=self.values,
+                                            zero_copy=True).wait()
+                self._fresh = True
+            else:
+                self.client.push_dense(self.table, self.grads,
+                                       offset=self.offset,
+                                       zero_copy=True).wait()
+            if clock:
+                self.client.clock()
+        except errors.Evicted:
+            # The job went on without this worker: continue where it is.
+            self._fresh = False
+            self.client.rejoin()
+        finally:
+            self.grads.zero_()
+        return self.step
 
     def _gather_grads(self):
         """Copies gradients that are not (or no longer) views of the flat
