@@ -12,7 +12,7 @@ PACKAGES=(
   libopenblas-dev zlib1g-dev
   prometheus-cpp-dev prometheus
   dataset-fashion-mnist
-  libxxhash-dev openssl iperf3 gnuplot-nox yamllint
+  libxxhash-dev openssl iperf3 gnuplot-nox yamllint python3-pytest
 )
 
 missing=()
