@@ -39,9 +39,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/command_line.h"
 #include "deploy/launcher/default_config.h"
 #include "deploy/launcher/launcher.h"
 
@@ -130,14 +131,10 @@ std::string FindBinary(const std::string& workspace_path, const char* argv0) {
   return candidates.empty() ? base : candidates.front();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ps_launch [--config FILE]: runs the servers and workers of a cluster "
-      "config on this machine and reports the training result");
-  absl::ParseCommandLine(argc, argv);
-
+// LaunchOptions from the flags. An error is a bad command line (exit
+// status 2); its message is printed as is.
+absl::StatusOr<ps::launcher::LaunchOptions> OptionsFromFlags(
+    const char* argv0) {
   ps::launcher::LaunchOptions options;
   const std::string config_path = absl::GetFlag(FLAGS_config);
   if (config_path.empty()) {
@@ -146,9 +143,8 @@ int main(int argc, char** argv) {
   } else {
     std::ifstream in(config_path);
     if (!in) {
-      std::fprintf(stderr, "ps_launch: cannot read --config %s\n",
-                   config_path.c_str());
-      return 2;
+      return absl::InvalidArgumentError(
+          absl::StrCat("ps_launch: cannot read --config ", config_path));
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -163,11 +159,11 @@ int main(int argc, char** argv) {
   options.overrides.sets = absl::GetFlag(FLAGS_set);
   options.server_bin = absl::GetFlag(FLAGS_server_bin);
   if (options.server_bin.empty()) {
-    options.server_bin = FindBinary("server/ps_server", argv[0]);
+    options.server_bin = FindBinary("server/ps_server", argv0);
   }
   options.worker_bin = absl::GetFlag(FLAGS_worker_bin);
   if (options.worker_bin.empty()) {
-    options.worker_bin = FindBinary("worker/ps_worker", argv[0]);
+    options.worker_bin = FindBinary("worker/ps_worker", argv0);
   }
   options.extra_worker_flags = absl::GetFlag(FLAGS_worker_flags);
   options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
@@ -177,42 +173,71 @@ int main(int argc, char** argv) {
   options.kill_after_s = absl::GetFlag(FLAGS_kill_after_s);
   options.restart_delay_s = absl::GetFlag(FLAGS_restart_delay_s);
   if ((options.kill_server >= 0) != (options.kill_after_s >= 0)) {
-    std::fprintf(stderr,
-                 "ps_launch: --kill_server and --kill_after_s go together "
-                 "(an index >= 0 and seconds >= 0)\n");
-    return 2;
+    return absl::InvalidArgumentError(
+        "ps_launch: --kill_server and --kill_after_s go together "
+        "(an index >= 0 and seconds >= 0)");
   }
-  std::string out_dir = absl::GetFlag(FLAGS_out_dir);
-  if (out_dir.empty()) {
+  options.out_dir = absl::GetFlag(FLAGS_out_dir);
+  if (options.out_dir.empty()) {
     // `bazel run` starts us in the runfiles tree; write where the user was.
     const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-    out_dir = wd != nullptr && *wd ? absl::StrCat(wd, "/out") : "out";
+    options.out_dir = wd != nullptr && *wd ? absl::StrCat(wd, "/out") : "out";
   }
-  options.out_dir = out_dir;
   const std::string progress = absl::GetFlag(FLAGS_progress);
   if (progress == "auto") {
     options.progress_bar = isatty(STDOUT_FILENO) == 1;
   } else if (progress == "bar" || progress == "plain") {
     options.progress_bar = progress == "bar";
   } else {
-    std::fprintf(stderr, "ps_launch: --progress must be auto, bar or plain\n");
-    return 2;
+    return absl::InvalidArgumentError(
+        "ps_launch: --progress must be auto, bar or plain");
   }
+  return options;
+}
 
-  if (pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    std::perror("ps_launch: pipe");
-    return 1;
-  }
-  options.interrupt_fd = g_interrupt_pipe[0];
+// SIGINT / SIGTERM write to a pipe whose read end Launch() watches; SIGPIPE
+// is ignored. Returns the read end, or -1 (errno set) when there is no pipe.
+int InstallInterruptPipe() {
+  if (pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return g_interrupt_pipe[0];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "runs the servers and workers of a cluster config on this machine and "
+      "reports the training result.\n\n"
+      "  ps_launch [--config FILE] [--servers S] [--workers W] "
+      "[--consistency sync|async|ssp] [--epochs E] [--set path=value ...] "
+      "[--kill_server I --kill_after_s T] ...\n\n"
+      "Without --config it runs the embedded default "
+      "(deploy/examples/fashion_mnist.yaml). Exit status: 0 on success; 1 when "
+      "a process failed; 2 for a bad command line or config; 130 when "
+      "interrupted.",
+      {__FILE__});
+  absl::StatusOr<ps::launcher::LaunchOptions> options =
+      OptionsFromFlags(argv[0]);
+  if (!options.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(options.status().message()).c_str());
+    return 2;
+  }
+  options->interrupt_fd = InstallInterruptPipe();
+  if (options->interrupt_fd < 0) {
+    std::perror("ps_launch: pipe");
+    return 1;
+  }
 
   absl::StatusOr<ps::launcher::LaunchResult> result =
-      ps::launcher::Launch(options);
+      ps::launcher::Launch(*options);
   if (!result.ok()) {
     std::fprintf(stdout, "ps_launch: FAILED: %s\n",
                  result.status().ToString().c_str());

@@ -68,13 +68,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "common/command_line.h"
 #include "common/process_tuning.h"
 #include "tests/bench/grpc_floor.h"
 
@@ -1041,7 +1041,14 @@ int RunCoordinator() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "dense / sparse push and pull through real ps_server processes, next to "
+      "the loopback TCP ceiling and the bare-gRPC floor of the same run.\n\n"
+      "  transport_bench [--configs 1x1,2x2] [--sizes B,...] "
+      "[--ops push,pull,push_pull,sparse] [--runs N] [--quick] "
+      "[--json_out FILE] ...",
+      {__FILE__});
   signal(SIGPIPE, SIG_IGN);
   const std::string role = absl::GetFlag(FLAGS_role);
   if (role == "worker") return RunWorker();
