@@ -144,7 +144,13 @@ def function_name(head):
     if op:
         return op.group(1) + op.group(2).strip()
     m = re.search(r"(~?\w[\w:~]*)\s*(?:<[^()]*>)?\s*\(\)", top_level(head))
-    return m.group(1) if m else "?"
+    if not m:
+        return "?"
+    if m.group(1) in ("TEST", "TEST_F", "TEST_P", "TYPED_TEST"):
+        args = re.search(r"\b%s\s*\(([^()]*)\)" % m.group(1), head)
+        if args:
+            return "%s(%s)" % (m.group(1), " ".join(args.group(1).split()))
+    return m.group(1)
 
 
 ACCESS = re.compile(r"^\s*(?:(?:public|private|protected)\s*:(?!:)\s*)+")

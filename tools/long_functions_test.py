@@ -92,6 +92,11 @@ def test_braces_in_literals_comments_and_preprocessor_lines_are_ignored():
     assert functions(text) == {"H": 4, "After": 0}
 
 
+def test_gtest_cases_are_named_by_suite_and_test():
+    text = "TEST_F(FooTest, DoesX) {\n  EXPECT_TRUE(true);\n}\n"
+    assert functions(text) == {"TEST_F(FooTest, DoesX)": 1}
+
+
 def test_a_stated_reason_excuses_a_long_function():
     text = ("// long-function: one flat table of 90 cases reads best whole.\n"
             "void Table() {\n" + body(90) + "}\n")
