@@ -19,3 +19,10 @@ fi
 # npm packages (kubernetes-models, typescript) and kubectl for the manifest
 # checks; a no-op when tests/k8s/node_modules already matches its lock file.
 bash "$REPO_ROOT/tests/k8s/setup.sh" >&2
+
+# The Python client (ps_client) for /usr/bin/python3, built here from Debian
+# packages only; a no-op when this build is already installed. A failure is
+# reported but does not stop the C++ build and tests (the Python test
+# targets then fail on their own, counted).
+bash "$REPO_ROOT/client/python/install.sh" "${BAZEL_FLAGS[@]}" ||
+  echo "setup: installing ps_client for /usr/bin/python3 failed (above)" >&2

@@ -12,7 +12,12 @@ PACKAGES=(
   libopenblas-dev zlib1g-dev
   prometheus-cpp-dev prometheus
   dataset-fashion-mnist
-  libxxhash-dev openssl iperf3 gnuplot-nox yamllint python3-pytest
+  libxxhash-dev openssl iperf3 gnuplot-nox yamllint
+  curl jq python3-pytest
+  iproute2 nftables  # tests/netns: namespaces, tc, partitions
+  # Python client (client/python) and its tests; C++ SDK example (cmake)
+  python3-dev pybind11-dev python3-pip python3-setuptools python3-wheel
+  python3-numpy python3-torch python3-yaml cmake
 )
 
 missing=()

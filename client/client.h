@@ -35,9 +35,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/config.h"
+#include "common/client_config.h"
+#include "common/table_config.h"
 
 namespace ps {
+
+struct ClusterConfig;  // common/config.h
 
 struct ClientOptions {
   // Server addresses ("host:port"); servers[i] must be shard i.
@@ -67,6 +70,13 @@ struct TableInfo {
   uint32_t dim = 0;   // sparse row width
   Consistency consistency = Consistency::kAsync;
   uint32_t staleness = 0;
+  ValueType value_type = ValueType::kFloat32;  // what its values travel as
+
+  static TableInfo From(const TableConfig& table);
+  // What the client and trainers act on (common/consistency.h).
+  const ConsistencyTraits& consistency_traits() const {
+    return TraitsOf(consistency);
+  }
 };
 
 // Completion handle of an asynchronous request (copyable; all copies share

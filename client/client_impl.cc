@@ -1,26 +1,24 @@
+// ClientImpl's session (client_impl.h): connecting, the handshake, worker
+// registration and heartbeat, the table list, clocks, barriers and the
+// control RPCs. The data path is client_data_ops.cc.
 #include "client/client_impl.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/future.h"
-#include "client/request_planner.h"
-#include "client/table_spec.h"
-#include "common/bytes.h"
+#include "common/config.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "common/table_schema.h"
+#include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
 namespace {
-
-bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
-bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
 
 absl::Duration RpcTimeout(const ClientOptions& options) {
   return absl::Milliseconds(std::max<int64_t>(options.client.rpc_timeout_ms, 1));
@@ -45,6 +43,19 @@ ClientOptions ClientOptions::FromConfig(const ClusterConfig& config,
   options.tls = config.tls;
   options.auth_token = config.auth_token;
   return options;
+}
+
+TableInfo TableInfo::From(const TableConfig& table) {
+  TableInfo info;
+  info.name = table.name;
+  info.table_id = table.table_id;
+  info.kind = table.kind;
+  info.size = table.size;
+  info.dim = table.dim;
+  info.consistency = table.consistency;
+  info.staleness = table.staleness;
+  info.value_type = table.value_type;
+  return info;
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
@@ -241,7 +252,14 @@ absl::Status ClientImpl::Handshake() {
     }
     std::vector<TableConfig> tables;
     for (const proto::TableSpec& spec : info.tables()) {
-      tables.push_back(FromTableSpec(spec));
+      absl::StatusOr<TableConfig> table = FromTableSpec(spec);
+      if (!table.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "server ", address, " (shard ", i,
+            ") reports a table this client cannot use: ",
+            table.status().message()));
+      }
+      tables.push_back(*std::move(table));
     }
     std::sort(tables.begin(), tables.end(),
               [](const TableConfig& a, const TableConfig& b) {
@@ -303,7 +321,7 @@ absl::Status ClientImpl::Handshake() {
   }
   absl::MutexLock lock(&tables_mu_);
   for (const TableConfig& table : shard_tables[0]) {
-    tables_[table.table_id] = ToTableInfo(table);
+    tables_[table.table_id] = TableInfo::From(table);
   }
   return absl::OkStatus();
 }
@@ -400,10 +418,19 @@ absl::Status ClientImpl::RefreshTables() {
   grpc::Status status =
       conn.stub()->GetShardInfo(context.get(), proto::ShardInfoRequest(), &info);
   if (!status.ok()) return Annotate("GetShardInfo", 0, status);
-  absl::MutexLock lock(&tables_mu_);
+  std::vector<TableInfo> tables;
   for (const proto::TableSpec& spec : info.tables()) {
-    tables_[spec.table_id()] = ToTableInfo(FromTableSpec(spec));
+    absl::StatusOr<TableConfig> table = FromTableSpec(spec);
+    if (!table.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("server ", conn.address(),
+                       " reports a table this client cannot use: ",
+                       table.status().message()));
+    }
+    tables.push_back(TableInfo::From(*table));
   }
+  absl::MutexLock lock(&tables_mu_);
+  for (TableInfo& table : tables) tables_[table.table_id] = std::move(table);
   return absl::OkStatus();
 }
 
@@ -440,16 +467,9 @@ std::vector<TableInfo> ClientImpl::ListTables() {
 }
 
 absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
-  if (spec.name.empty()) {
-    return absl::InvalidArgumentError("CreateTable: the table needs a name");
-  }
-  if (spec.kind == TableKind::kDense && spec.size == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CreateTable '", spec.name, "': a dense table needs size > 0"));
-  }
-  if (spec.kind == TableKind::kSparse && spec.dim == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CreateTable '", spec.name, "': a sparse table needs dim > 0"));
+  if (absl::Status valid = ValidateTableConfig(spec); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CreateTable '", spec.name, "': ", valid.message()));
   }
   RETURN_IF_ERROR(RefreshTables());  // the next free id is cluster-wide
   TableConfig table = spec;
@@ -476,241 +496,21 @@ absl::StatusOr<TableInfo> ClientImpl::CreateTable(const TableConfig& spec) {
         return stub->PrepareAsyncCreateTable(context, request, cq);
       });
   RETURN_IF_ERROR(FirstError(statuses));
-  TableInfo info = ToTableInfo(
-      responses[0].has_spec() ? FromTableSpec(responses[0].spec()) : table);
+  TableConfig created = table;
+  if (responses[0].has_spec()) {
+    absl::StatusOr<TableConfig> answer = FromTableSpec(responses[0].spec());
+    if (!answer.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("CreateTable '", spec.name, "': the server answered ",
+                       answer.status().message()));
+    }
+    created = *std::move(answer);
+  }
+  const TableInfo info = TableInfo::From(created);
   absl::MutexLock lock(&tables_mu_);
   tables_[info.table_id] = info;
   return info;
 }
-
-// --------------------------------------------------------------- data path
-
-absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
-  if (options_.worker_id < 0 && table.consistency != Consistency::kAsync) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a client that is not a worker may only push to async tables; table '",
-        table.name, "' is ", ConsistencyName(table.consistency)));
-  }
-  return absl::OkStatus();
-}
-
-Promise ClientImpl::NewOperation(proto::Op op) {
-  Promise promise;
-  // Wait() on its future polls the streams itself.
-  promise.state->poller = poller_;
-  if (IsPush(op)) {
-    {
-      absl::MutexLock lock(&push_mu_);
-      ++pushes_in_flight_;
-    }
-    // Runs once the push completed (Ready() is already true then), so a
-    // Clock() that sees no push in flight also sees every push future done.
-    // The destructor closes the streams before push_mu_ dies.
-    promise.future().Then([this](const absl::Status&) {
-      absl::MutexLock lock(&push_mu_);
-      --pushes_in_flight_;
-    });
-  }
-  return promise;
-}
-
-Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
-                           absl::Span<const float> grads,
-                           absl::Span<float> out, bool zero_copy) {
-  absl::StatusOr<TableInfo> table = LookupTable(table_id);
-  if (!table.ok()) return Future(table.status());
-  if (table->kind != TableKind::kDense) {
-    return Future(absl::InvalidArgumentError(
-        absl::StrCat("table '", table->name, "' (id ", table_id,
-                     ") is sparse; use the sparse calls")));
-  }
-  if (op == proto::PUSH_PULL && grads.size() != out.size()) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "PushPullDense: ", grads.size(), " gradients but an output of ",
-        out.size(), " values")));
-  }
-  const uint64_t length = op == proto::PULL ? out.size() : grads.size();
-  if (offset > table->size || length > table->size - offset) {
-    return Future(absl::OutOfRangeError(absl::StrCat(
-        "range [", offset, ", ", offset + length, ") is outside table '",
-        table->name, "' of ", table->size, " elements")));
-  }
-  if (IsPush(op)) {
-    absl::Status may_push = CheckMayPush(*table);
-    if (!may_push.ok()) return Future(may_push);
-  }
-  if (length == 0) return Future();
-
-  const std::vector<DenseChunk> chunks =
-      PlanDense(offset, length, table->size, num_servers(),
-                options_.client.chunk_bytes);
-  Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner =
-      Joiner::Create(static_cast<int64_t>(chunks.size()), promise.state);
-  const int64_t clock = this->clock();
-  for (const DenseChunk& chunk : chunks) {
-    const uint64_t at = chunk.offset - offset;  // position in the caller's span
-    proto::DataRequest request;
-    request.set_op(op);
-    request.set_table_id(table_id);
-    request.set_worker_id(options_.worker_id);
-    request.set_clock(clock);
-    request.set_offset(chunk.offset);
-    request.set_length(chunk.length);
-    request.set_client_id(client_id_);
-    request.set_first_chunk(chunk.first_chunk);
-    const absl::string_view payload =
-        IsPush(op) ? absl::string_view(
-                         reinterpret_cast<const char*>(grads.data() + at),
-                         chunk.length * sizeof(float))
-                   : absl::string_view();
-    if (!zero_copy) request.mutable_values()->assign(payload.data(), payload.size());
-    // A pull's values are copied by the connection from the received
-    // buffer straight into the caller's span (a size mismatch is INTERNAL).
-    absl::Span<char> dst;
-    if (IsPull(op)) {
-      dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
-                             chunk.length * sizeof(float));
-    }
-    auto done = [joiner](const absl::Status& status, proto::DataResponse*) {
-      joiner->Done(status);
-    };
-    if (zero_copy) {
-      connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
-                                                 nullptr, dst, std::move(done));
-    } else {
-      connections_[chunk.shard]->Send(std::move(request), dst, std::move(done));
-    }
-  }
-  return promise.future();
-}
-
-Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
-                            absl::Span<const uint64_t> keys,
-                            absl::Span<const float> grads,
-                            absl::Span<float> out) {
-  absl::StatusOr<TableInfo> table = LookupTable(table_id);
-  if (!table.ok()) return Future(table.status());
-  if (table->kind != TableKind::kSparse) {
-    return Future(absl::InvalidArgumentError(
-        absl::StrCat("table '", table->name, "' (id ", table_id,
-                     ") is dense; use the dense calls")));
-  }
-  const uint32_t dim = table->dim;
-  const uint64_t expected = keys.size() * dim;
-  if (IsPush(op) && grads.size() != expected) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "sparse push to '", table->name, "': ", keys.size(), " keys of dim ",
-        dim, " need ", expected, " gradient values; got ", grads.size())));
-  }
-  if (IsPull(op) && out.size() != expected) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "sparse pull from '", table->name, "': ", keys.size(),
-        " keys of dim ", dim, " need an output of ", expected,
-        " values; got ", out.size())));
-  }
-  if (IsPush(op)) {
-    absl::Status may_push = CheckMayPush(*table);
-    if (!may_push.ok()) return Future(may_push);
-  }
-  if (keys.empty()) return Future();
-
-  const uint32_t num_shards = static_cast<uint32_t>(num_servers());
-  auto plan = std::make_shared<const SparsePlan>(
-      PlanSparse(keys, dim, num_shards, options_.client.chunk_bytes,
-                 [num_shards](uint64_t key) {
-                   return SparseShardOf(key, num_shards);
-                 }));
-  Promise promise = NewOperation(op);
-  std::shared_ptr<Joiner> joiner = Joiner::Create(
-      static_cast<int64_t>(plan->requests.size()), promise.state);
-  const int64_t clock = this->clock();
-  for (size_t r = 0; r < plan->requests.size(); ++r) {
-    const SparsePlan::Request& part = plan->requests[r];
-    proto::DataRequest request;
-    request.set_op(op);
-    request.set_table_id(table_id);
-    request.set_worker_id(options_.worker_id);
-    request.set_clock(clock);
-    request.set_client_id(client_id_);
-    request.set_first_chunk(part.first_chunk);
-    request.set_keys(EncodeRaw<uint64_t>(plan->RequestKeys(part)));
-    if (IsPush(op)) {
-      AppendSummedRows(*plan, part, grads, dim, request.mutable_values());
-    }
-    const std::string* address = &connections_[part.shard]->address();
-    connections_[part.shard]->Send(std::move(request),
-         [joiner, plan, r, op, dim, out, address](
-             const absl::Status& status, proto::DataResponse* response) {
-           absl::Status result = status;
-           if (result.ok() && IsPull(op)) {
-             const SparsePlan::Request& part = plan->requests[r];
-             const size_t bytes = part.num_keys * dim * sizeof(float);
-             if (response->values().size() != bytes) {
-               result = absl::InternalError(absl::StrCat(
-                   "server ", *address, " returned ",
-                   response->values().size(), " bytes for ", part.num_keys,
-                   " rows of dim ", dim));
-             } else {
-               ScatterRows(*plan, part, ViewRaw<float>(response->values()),
-                           dim, out);
-             }
-           }
-           joiner->Done(result);
-         });
-  }
-  return promise.future();
-}
-
-Future ClientImpl::PullDense(uint32_t table_id, uint64_t offset,
-                             absl::Span<float> out) {
-  return DenseOp(proto::PULL, table_id, offset, {}, out, /*zero_copy=*/false);
-}
-
-Future ClientImpl::PushDense(uint32_t table_id, uint64_t offset,
-                             absl::Span<const float> grads) {
-  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/false);
-}
-
-Future ClientImpl::PushPullDense(uint32_t table_id, uint64_t offset,
-                                 absl::Span<const float> grads,
-                                 absl::Span<float> out) {
-  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
-                 /*zero_copy=*/false);
-}
-
-Future ClientImpl::PushDenseZeroCopy(uint32_t table_id, uint64_t offset,
-                                     absl::Span<const float> grads) {
-  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/true);
-}
-
-Future ClientImpl::PushPullDenseZeroCopy(uint32_t table_id, uint64_t offset,
-                                         absl::Span<const float> grads,
-                                         absl::Span<float> out) {
-  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
-                 /*zero_copy=*/true);
-}
-
-Future ClientImpl::PullSparse(uint32_t table_id,
-                              absl::Span<const uint64_t> keys,
-                              absl::Span<float> out) {
-  return SparseOp(proto::PULL, table_id, keys, {}, out);
-}
-
-Future ClientImpl::PushSparse(uint32_t table_id,
-                              absl::Span<const uint64_t> keys,
-                              absl::Span<const float> grads) {
-  return SparseOp(proto::PUSH, table_id, keys, grads, {});
-}
-
-Future ClientImpl::PushPullSparse(uint32_t table_id,
-                                  absl::Span<const uint64_t> keys,
-                                  absl::Span<const float> grads,
-                                  absl::Span<float> out) {
-  return SparseOp(proto::PUSH_PULL, table_id, keys, grads, out);
-}
-
-// ------------------------------------------------------ clocks and barriers
 
 absl::Status ClientImpl::RequireWorker(const char* call) const {
   if (options_.worker_id >= 0) return absl::OkStatus();

@@ -8,15 +8,15 @@
 
 namespace ps {
 
-uint64_t DenseChunkElements(int64_t chunk_bytes) {
-  const int64_t elements = chunk_bytes / static_cast<int64_t>(sizeof(float));
+uint64_t DenseChunkElements(int64_t chunk_bytes, size_t value_bytes) {
+  const int64_t elements = chunk_bytes / static_cast<int64_t>(value_bytes);
   return elements > 0 ? static_cast<uint64_t>(elements) : 1;
 }
 
 std::vector<DenseChunk> PlanDense(uint64_t offset, uint64_t length,
                                   uint64_t table_size, uint32_t num_shards,
-                                  int64_t chunk_bytes) {
-  const uint64_t per_chunk = DenseChunkElements(chunk_bytes);
+                                  int64_t chunk_bytes, size_t value_bytes) {
+  const uint64_t per_chunk = DenseChunkElements(chunk_bytes, value_bytes);
   std::vector<DenseChunk> chunks;
   for (const DenseSlice& slice :
        SplitDenseRange(offset, length, table_size, num_shards)) {
@@ -31,10 +31,11 @@ std::vector<DenseChunk> PlanDense(uint64_t offset, uint64_t length,
   return chunks;
 }
 
-uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim) {
+uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim,
+                         size_t value_bytes) {
   const int64_t per_key =
       static_cast<int64_t>(sizeof(uint64_t)) +
-      static_cast<int64_t>(dim) * static_cast<int64_t>(sizeof(float));
+      static_cast<int64_t>(dim) * static_cast<int64_t>(value_bytes);
   const int64_t keys = chunk_bytes / per_key;
   return keys > 0 ? static_cast<uint64_t>(keys) : 1;
 }
@@ -42,7 +43,7 @@ uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim) {
 SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
                                 absl::Span<const uint32_t> shards,
                                 uint32_t dim, uint32_t num_shards,
-                                int64_t chunk_bytes) {
+                                int64_t chunk_bytes, size_t value_bytes) {
   SparsePlan plan;
   const uint64_t n = keys.size();
   // Order by (shard, key, position): equal keys become adjacent runs with
@@ -88,7 +89,7 @@ SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
   }
   plan.position_begin.push_back(n);
 
-  const uint64_t per_request = SparseChunkKeys(chunk_bytes, dim);
+  const uint64_t per_request = SparseChunkKeys(chunk_bytes, dim, value_bytes);
   const uint64_t num_unique = plan.unique_keys.size();
   for (uint64_t u = 0; u < num_unique;) {
     const uint32_t shard = unique_shard[u];

@@ -25,16 +25,21 @@ struct DenseChunk {
   }
 };
 
+// `value_bytes` below is the size of one value on the wire (the table's
+// value type: 4 for float32, 2 for float16 / bfloat16).
+
 // Elements per dense chunk for a chunk size in bytes (at least 1).
-uint64_t DenseChunkElements(int64_t chunk_bytes);
+uint64_t DenseChunkElements(int64_t chunk_bytes,
+                            size_t value_bytes = sizeof(float));
 
 // Cuts [offset, offset + length) of a dense table of `table_size` elements
 // over `num_shards` shards into chunks of at most DenseChunkElements(
-// chunk_bytes) elements, in increasing offset order. REQUIRES: offset + length
-// <= table_size, num_shards > 0.
+// chunk_bytes, value_bytes) elements, in increasing offset order.
+// REQUIRES: offset + length <= table_size, num_shards > 0.
 std::vector<DenseChunk> PlanDense(uint64_t offset, uint64_t length,
                                   uint64_t table_size, uint32_t num_shards,
-                                  int64_t chunk_bytes);
+                                  int64_t chunk_bytes,
+                                  size_t value_bytes = sizeof(float));
 
 // Plan of a sparse operation on `keys` (any order, duplicates allowed).
 //
@@ -65,16 +70,17 @@ struct SparsePlan {
   }
 };
 
-// Keys per sparse request: each key costs 8 bytes of key plus `dim` floats of
-// values (pushed or returned); at least 1.
-uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim);
+// Keys per sparse request: each key costs 8 bytes of key plus `dim` values
+// (pushed or returned); at least 1.
+uint64_t SparseChunkKeys(int64_t chunk_bytes, uint32_t dim,
+                         size_t value_bytes = sizeof(float));
 
 // Plans a sparse operation. `shard_of(key)` gives a key's shard (< num_shards).
 // REQUIRES: dim > 0, num_shards > 0.
 template <typename ShardOf>
 SparsePlan PlanSparse(absl::Span<const uint64_t> keys, uint32_t dim,
                       uint32_t num_shards, int64_t chunk_bytes,
-                      ShardOf shard_of);
+                      ShardOf shard_of, size_t value_bytes = sizeof(float));
 
 // The summed gradient rows of `plan`'s request `r`, in request key order:
 // for each unique key, the sum of the rows of `grads` (keys.size() * dim
@@ -94,15 +100,16 @@ void ScatterRows(const SparsePlan& plan, const SparsePlan::Request& r,
 SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
                                 absl::Span<const uint32_t> shards,
                                 uint32_t dim, uint32_t num_shards,
-                                int64_t chunk_bytes);
+                                int64_t chunk_bytes, size_t value_bytes);
 
 template <typename ShardOf>
 SparsePlan PlanSparse(absl::Span<const uint64_t> keys, uint32_t dim,
                       uint32_t num_shards, int64_t chunk_bytes,
-                      ShardOf shard_of) {
+                      ShardOf shard_of, size_t value_bytes) {
   std::vector<uint32_t> shards(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) shards[i] = shard_of(keys[i]);
-  return PlanSparseWithShards(keys, shards, dim, num_shards, chunk_bytes);
+  return PlanSparseWithShards(keys, shards, dim, num_shards, chunk_bytes,
+                              value_bytes);
 }
 
 }  // namespace ps

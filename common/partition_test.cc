@@ -257,7 +257,7 @@ TEST(PartitionTest, FingerprintChangesWithWhatPartitioningDependsOn) {
 
   // Settings that do not move keys leave it alone.
   EXPECT_EQ(changed([](auto& t) {
-              t[0].optimizer.type = OptimizerType::kAdam;
+              t[0].optimizer.type = "adam";
               t[0].optimizer.learning_rate = 0.5f;
             }),
             fp);

@@ -86,29 +86,6 @@ class Reader {
 // INT32_MAX.
 constexpr uint64_t kMaxFieldSize = 0x7fffffff - 16;
 
-// Floats per block of the finiteness scan: a fixed trip count so gcc -O2's
-// "very cheap" vectorizer turns the inner loop into SIMD code.
-constexpr size_t kFiniteBlock = 64;
-
-inline uint32_t LoadBits(const char* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, sizeof(bits));  // any alignment, no UB
-  return bits;
-}
-
-// Nonzero when some float of the block has an all-ones exponent (inf/nan).
-inline uint32_t BlockNonFinite(const char* p) {
-  uint32_t bad = 0;
-  for (size_t i = 0; i < kFiniteBlock; ++i) {
-    bad |= (LoadBits(p + 4 * i) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-  }
-  return bad;
-}
-
-inline bool IsNonFinite(uint32_t bits) {
-  return (bits & 0x7f800000u) == 0x7f800000u;
-}
-
 }  // namespace
 
 DataRequestView ViewOf(const proto::DataRequest& request) {
@@ -122,6 +99,7 @@ DataRequestView ViewOf(const proto::DataRequest& request) {
   v.length = request.length();
   v.client_id = request.client_id();
   v.first_chunk = request.first_chunk();
+  v.value_type = request.value_type();
   v.keys = request.keys();
   v.values = absl::string_view(request.values());
   return v;
@@ -161,6 +139,9 @@ absl::Status DecodeDataRequestPieces(absl::Span<const absl::string_view> pieces,
         case 7: out->length = v; break;
         case 10: out->client_id = v; break;
         case 11: out->first_chunk = v != 0; break;
+        case 12:
+          out->value_type = static_cast<int32_t>(static_cast<uint32_t>(v));
+          break;
         default: break;  // unknown (or a bytes field sent as a varint)
       }
     } else if (wire_type == 2) {
@@ -221,55 +202,6 @@ void CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
   std::vector<absl::string_view> parts;
   WireRangePieces(pieces, range, &parts);
   PiecewiseBytes(parts).CopyTo(0, range.size, dst);
-}
-
-bool AllFiniteFloats(absl::string_view bytes) {
-  const char* p = bytes.data();
-  const size_t n = bytes.size() / 4;
-  size_t i = 0;
-  // Blocks of 64 floats; one early-exit test per 4 KiB so a bad request
-  // fails fast without a branch per element.
-  for (; i + 16 * kFiniteBlock <= n; i += 16 * kFiniteBlock) {
-    uint32_t bad = 0;
-    for (size_t b = 0; b < 16; ++b) bad |= BlockNonFinite(p + 4 * (i + b * kFiniteBlock));
-    if (bad != 0) return false;
-  }
-  uint32_t bad = 0;
-  for (; i + kFiniteBlock <= n; i += kFiniteBlock) bad |= BlockNonFinite(p + 4 * i);
-  for (; i < n; ++i) bad |= IsNonFinite(LoadBits(p + 4 * i)) ? 1u : 0u;
-  return bad == 0;
-}
-
-bool AllFiniteFloats(const PiecewiseBytes& bytes) {
-  if (bytes.is_flat()) return AllFiniteFloats(bytes.flat());
-  // Whole floats inside each piece are scanned in place; a float split
-  // across pieces is joined in `carry` first.
-  char carry[4];
-  size_t carried = 0;
-  for (absl::string_view piece : bytes.pieces()) {
-    if (carried > 0) {
-      const size_t take = std::min(sizeof(carry) - carried, piece.size());
-      std::memcpy(carry + carried, piece.data(), take);
-      carried += take;
-      piece.remove_prefix(take);
-      if (carried < sizeof(carry)) continue;
-      if (IsNonFinite(LoadBits(carry))) return false;
-      carried = 0;
-    }
-    const size_t whole = piece.size() / 4 * 4;
-    if (!AllFiniteFloats(piece.substr(0, whole))) return false;
-    carried = piece.size() - whole;
-    std::memcpy(carry, piece.data() + whole, carried);
-  }
-  return true;
-}
-
-int64_t FirstNonFiniteFloat(absl::string_view bytes) {
-  const size_t n = bytes.size() / 4;
-  for (size_t i = 0; i < n; ++i) {
-    if (IsNonFinite(LoadBits(bytes.data() + 4 * i))) return static_cast<int64_t>(i);
-  }
-  return -1;
 }
 
 }  // namespace ps

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/piecewise_bytes.h"
+#include "common/value_type.h"  // AllFiniteFloats: the float32 scan
 #include "proto/ps.pb.h"
 
 namespace ps {
@@ -41,12 +42,13 @@ struct DataRequestView {
   uint64_t length = 0;
   uint64_t client_id = 0;
   bool first_chunk = false;
+  int32_t value_type = 0;  // proto::ValueType as sent (any int32)
   absl::string_view keys;
   PiecewiseBytes values;
-  // Set by a producer that already scanned `values` as float32 (the decoder
-  // of received requests, on the gRPC thread while the slices are still
-  // warm): values_all_finite then says whether every float is finite, and
-  // consumers need not scan again.
+  // Set by a producer that already scanned `values` as elements of
+  // `value_type` (the decoder of received requests, on the gRPC thread while
+  // the slices are still warm): values_all_finite then says whether every
+  // element is finite, and consumers need not scan again.
   bool values_finite_known = false;
   bool values_all_finite = false;
 };
@@ -85,15 +87,6 @@ void WireRangePieces(absl::Span<const absl::string_view> pieces,
 // bytes). REQUIRES: as WireRangePieces.
 void CopyWireRange(absl::Span<const absl::string_view> pieces, WireRange range,
                    char* dst);
-
-// True when every float32 in `bytes` (little-endian, any alignment, floats
-// may straddle pieces; a trailing partial float is ignored) is finite: a
-// branch-free test of the exponent bits that the compiler vectorizes.
-bool AllFiniteFloats(absl::string_view bytes);
-bool AllFiniteFloats(const PiecewiseBytes& bytes);
-
-// Index of the first non-finite float32 in `bytes`, or -1.
-int64_t FirstNonFiniteFloat(absl::string_view bytes);
 
 }  // namespace ps
 

@@ -220,9 +220,12 @@ absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
     WireRangePieces(pieces, values, &received->value_pieces_);
     view.values = PiecewiseBytes(received->value_pieces_);
   }
-  if (values.present && values.size > 0 && values.size % sizeof(float) == 0) {
-    view.values_all_finite = AllFiniteFloats(view.values);
-    view.values_finite_known = true;
+  if (values.present && values.size > 0 && IsValueType(view.value_type)) {
+    const ValueType type = static_cast<ValueType>(view.value_type);
+    if (values.size % InfoOf(type).bytes == 0) {
+      view.values_all_finite = AllFinite(type, view.values);
+      view.values_finite_known = true;
+    }
   }
   g_decoded.fetch_add(1, std::memory_order_relaxed);
   if (pieces.size() > 1) g_multi_slice.fetch_add(1, std::memory_order_relaxed);

@@ -1,25 +1,30 @@
 #include "proto/table_spec_conversion.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/table_schema.h"
+
 namespace ps {
 namespace {
 
 // The proto enums number their values in the config enums' order, starting
-// at 1 (0 is UNSPECIFIED); these helpers keep that correspondence in one place.
+// at 1 (0 is UNSPECIFIED); these helpers keep that correspondence in one
+// place.
 template <typename ProtoEnum, typename ConfigEnum>
 ProtoEnum ToWire(ConfigEnum value) {
   return static_cast<ProtoEnum>(static_cast<int>(value) + 1);
 }
 
-template <typename ConfigEnum>
-ConfigEnum FromWire(int value, int num_values, ConfigEnum fallback) {
-  if (value < 1 || value > num_values) return fallback;
-  return static_cast<ConfigEnum>(value - 1);
-}
-
 static_assert(proto::SPARSE == static_cast<int>(TableKind::kSparse) + 1);
 static_assert(proto::SSP == static_cast<int>(Consistency::kSsp) + 1);
-static_assert(proto::ADAM == static_cast<int>(OptimizerType::kAdam) + 1);
 static_assert(proto::NORMAL == static_cast<int>(InitializerType::kNormal) + 1);
+// ValueType has no UNSPECIFIED: absent is float32.
+static_assert(proto::BFLOAT16 == static_cast<int>(ValueType::kBfloat16));
+
+absl::Status Bad(const proto::TableSpec& spec, absl::string_view key,
+                 absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("table spec '", spec.name(), "': ", key, ": ", problem));
+}
 
 }  // namespace
 
@@ -39,56 +44,71 @@ proto::TableSpec ToTableSpec(const TableConfig& table) {
   init->set_stddev(table.initializer.stddev);
   init->set_seed(table.initializer.seed);
   proto::OptimizerSpec* opt = spec.mutable_optimizer();
-  opt->set_type(ToWire<proto::OptimizerType>(table.optimizer.type));
+  opt->set_type(table.optimizer.type);
   opt->set_learning_rate(table.optimizer.learning_rate);
-  opt->set_momentum(table.optimizer.momentum);
-  opt->set_nesterov(table.optimizer.nesterov);
-  opt->set_beta1(table.optimizer.beta1);
-  opt->set_beta2(table.optimizer.beta2);
-  opt->set_epsilon(table.optimizer.epsilon);
   opt->set_weight_decay(table.optimizer.weight_decay);
   opt->set_clip_value(table.optimizer.clip_value);
-  opt->set_initial_accumulator(table.optimizer.initial_accumulator);
+  for (const auto& [name, value] : table.optimizer.params) {
+    (*opt->mutable_params())[name] = value;
+  }
   spec.set_consistency(ToWire<proto::Consistency>(table.consistency));
   spec.set_staleness(table.staleness);
+  spec.set_value_type(static_cast<proto::ValueType>(table.value_type));
   return spec;
 }
 
-TableConfig FromTableSpec(const proto::TableSpec& spec) {
-  TableConfig table;
-  table.name = spec.name();
-  table.table_id = spec.table_id();
-  table.kind = FromWire(spec.kind(), 2, TableKind::kDense);
-  table.size = spec.size();
-  table.dim = spec.dim();
-  if (spec.has_initializer() &&
-      spec.initializer().type() != proto::INITIALIZER_UNSPECIFIED) {
-    const proto::InitializerSpec& init = spec.initializer();
-    table.initializer.type = FromWire(init.type(), 4, InitializerType::kZeros);
-    table.initializer.value = init.value();
-    table.initializer.low = init.low();
-    table.initializer.high = init.high();
-    table.initializer.mean = init.mean();
-    table.initializer.stddev = init.stddev();
-    table.initializer.seed = init.seed();
+absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec) {
+  TableConfig c;
+  c.name = spec.name();
+  c.table_id = spec.table_id();
+  if (spec.kind() != proto::DENSE && spec.kind() != proto::SPARSE) {
+    return Bad(spec, "kind",
+               absl::StrCat(spec.kind(), " is not DENSE (1) or SPARSE (2)"));
   }
-  if (spec.has_optimizer() &&
-      spec.optimizer().type() != proto::OPTIMIZER_UNSPECIFIED) {
-    const proto::OptimizerSpec& opt = spec.optimizer();
-    table.optimizer.type = FromWire(opt.type(), 4, OptimizerType::kSgd);
-    table.optimizer.learning_rate = opt.learning_rate();
-    table.optimizer.momentum = opt.momentum();
-    table.optimizer.nesterov = opt.nesterov();
-    table.optimizer.beta1 = opt.beta1();
-    table.optimizer.beta2 = opt.beta2();
-    table.optimizer.epsilon = opt.epsilon();
-    table.optimizer.weight_decay = opt.weight_decay();
-    table.optimizer.clip_value = opt.clip_value();
-    table.optimizer.initial_accumulator = opt.initial_accumulator();
+  c.kind = static_cast<TableKind>(spec.kind() - 1);
+  c.size = spec.size();
+  c.dim = spec.dim();
+  if (spec.consistency() < 0 || spec.consistency() > proto::SSP) {
+    return Bad(spec, "consistency",
+               absl::StrCat("unknown consistency ", spec.consistency()));
   }
-  table.consistency = FromWire(spec.consistency(), 3, Consistency::kAsync);
-  table.staleness = spec.staleness();
-  return table;
+  if (spec.consistency() != proto::CONSISTENCY_UNSPECIFIED) {
+    c.consistency = static_cast<Consistency>(spec.consistency() - 1);
+  }
+  c.staleness = spec.staleness();
+  if (spec.value_type() < 0 || spec.value_type() > proto::BFLOAT16) {
+    return Bad(spec, "value_type",
+               absl::StrCat("unknown value type ", spec.value_type()));
+  }
+  c.value_type = static_cast<ValueType>(spec.value_type());
+  const proto::InitializerSpec& init = spec.initializer();
+  if (init.type() < 0 || init.type() > proto::NORMAL) {
+    return Bad(spec, "initializer.type",
+               absl::StrCat("unknown initializer ", init.type()));
+  }
+  if (init.type() != proto::INITIALIZER_UNSPECIFIED) {
+    c.initializer.type = static_cast<InitializerType>(init.type() - 1);
+    c.initializer.value = init.value();
+    c.initializer.low = init.low();
+    c.initializer.high = init.high();
+    c.initializer.mean = init.mean();
+    c.initializer.stddev = init.stddev();
+    c.initializer.seed = init.seed();
+  }
+  const proto::OptimizerSpec& opt = spec.optimizer();
+  if (!opt.type().empty()) {
+    c.optimizer.type = opt.type();
+    c.optimizer.learning_rate = opt.learning_rate();
+    c.optimizer.weight_decay = opt.weight_decay();
+    c.optimizer.clip_value = opt.clip_value();
+    c.optimizer.params.insert(opt.params().begin(), opt.params().end());
+  }
+  if (absl::Status s = ValidateTableConfig(c); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table spec '", spec.name(), "': ", s.message()));
+  }
+  FillOptimizerDefaults(&c.optimizer);
+  return c;
 }
 
 }  // namespace ps

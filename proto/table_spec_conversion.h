@@ -1,22 +1,26 @@
-// Conversion between the config's TableConfig and the wire's proto::TableSpec,
-// shared by the server and the client SDK.
+// The one conversion between the table schema (common/table_config.h) and
+// the wire's proto::TableSpec, used by the server (CreateTable, ShardInfo,
+// checkpoints), the client SDK (handshake, CreateTable) and the test fakes.
 //
 // Thread safety: pure functions.
 #ifndef PS_PROTO_TABLE_SPEC_CONVERSION_H_
 #define PS_PROTO_TABLE_SPEC_CONVERSION_H_
 
-#include "common/config.h"
+#include "absl/status/statusor.h"
+#include "common/table_config.h"
 #include "proto/ps.pb.h"
 
 namespace ps {
 
 proto::TableSpec ToTableSpec(const TableConfig& table);
 
-// Field-by-field conversion without validation: unspecified or unknown enum
-// values map to the config defaults (dense, async, SGD, zeros), and an absent
-// initializer / optimizer message keeps the config defaults. Callers that
-// receive specs from peers validate them first (server/table_spec.h).
-TableConfig FromTableSpec(const proto::TableSpec& spec);
+// Converts a spec a peer sent and validates it with the schema's one
+// validator (ValidateTableConfig). Unspecified (0) enums mean the config
+// defaults: async consistency, zeros initializer, float32 values; an empty
+// optimizer type means the default optimizer config (sgd). The kind must be
+// set. Absent optimizer settings are filled with their defaults. Errors are
+// INVALID_ARGUMENT "table spec '<name>': <key>: <problem>; <allowed>".
+absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec);
 
 }  // namespace ps
 

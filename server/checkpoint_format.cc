@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
-#include "server/table_spec.h"
+#include "proto/table_spec_conversion.h"
 #include "xxhash.h"
 
 namespace ps {
@@ -317,7 +317,7 @@ absl::Status DecodeTableSpecs(Reader* r, std::vector<TableConfig>* specs) {
       return absl::DataLossError(absl::StrCat("table spec ", i,
                                               " does not parse"));
     }
-    absl::StatusOr<TableConfig> config = TableConfigFromProto(spec);
+    absl::StatusOr<TableConfig> config = FromTableSpec(spec);
     if (!config.ok()) {
       return absl::DataLossError(absl::StrCat(
           "table spec ", i, " is invalid: ", config.status().message()));
@@ -423,7 +423,7 @@ uint64_t EncodeCheckpoint(const ShardState& state, uint64_t seq,
                           int64_t unix_ms, CheckpointSink* sink) {
   std::vector<std::string> specs;
   for (const TableState& t : state.tables) {
-    specs.push_back(TableConfigToProto(t.config).SerializeAsString());
+    specs.push_back(ToTableSpec(t.config).SerializeAsString());
   }
   CountingSink count;
   EncodeAll(state, specs, seq, unix_ms, 0, &count);

@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/backend/update_backend.h"
 #include "common/bytes.h"
+#include "common/optimizers/optimizer_registry.h"
 #include "common/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -56,7 +57,7 @@ void WriteBytes(const std::string& path, const std::string& bytes) {
 }
 
 TableConfig Table(const std::string& name, uint32_t id, TableKind kind,
-                  OptimizerType opt, Consistency consistency) {
+                  const std::string& opt, Consistency consistency) {
   TableConfig t;
   t.name = name;
   t.table_id = id;
@@ -73,9 +74,12 @@ TableConfig Table(const std::string& name, uint32_t id, TableKind kind,
   t.initializer.seed = 5 + id;
   t.optimizer.type = opt;
   t.optimizer.learning_rate = 0.1f;
-  t.optimizer.momentum = 0.9f;
-  t.optimizer.nesterov = (id % 2) == 0;
-  t.optimizer.initial_accumulator = 0.1f;
+  if (opt == "momentum") {
+    t.optimizer.params = {{"momentum", 0.9f},
+                          {"nesterov", (id % 2) == 0 ? 1.0f : 0.0f}};
+  } else if (opt == "adagrad" || opt == "ftrl") {
+    t.optimizer.params = {{"initial_accumulator", 0.1f}};
+  }
   t.optimizer.weight_decay = 0.01f;
   return t;
 }
@@ -86,17 +90,29 @@ ClusterConfig TestConfig() {
   config.num_workers = 2;
   config.server.heartbeat_timeout_ms = 600000;
   config.server.worker_join_timeout_ms = 600000;
-  const OptimizerType opts[] = {OptimizerType::kSgd, OptimizerType::kMomentum,
-                                OptimizerType::kAdagrad, OptimizerType::kAdam};
   uint32_t id = 0;
-  for (Consistency c : {Consistency::kAsync, Consistency::kSync}) {
-    for (TableKind kind : {TableKind::kDense, TableKind::kSparse}) {
-      for (OptimizerType opt : opts) {
-        config.tables.push_back(Table(absl::StrCat("t", id), id, kind, opt, c));
-        ++id;
+  auto add_tables = [&](const std::vector<std::string>& opts) {
+    for (Consistency c : {Consistency::kAsync, Consistency::kSync}) {
+      for (TableKind kind : {TableKind::kDense, TableKind::kSparse}) {
+        for (const std::string& opt : opts) {
+          config.tables.push_back(
+              Table(absl::StrCat("t", id), id, kind, opt, c));
+          ++id;
+        }
       }
     }
+  };
+  add_tables({"sgd", "momentum", "adagrad", "adam"});  // tables 0-15
+  // Then every other registered optimizer (state of any number of slots
+  // round-trips).
+  std::vector<std::string> others;
+  for (const std::string& name : OptimizerNames()) {
+    if (name != "sgd" && name != "momentum" && name != "adagrad" &&
+        name != "adam") {
+      others.push_back(name);
+    }
   }
+  add_tables(others);
   return config;
 }
 
@@ -530,7 +546,7 @@ TEST_F(CheckpointTest, ForeignCheckpointRefusesToStart) {
   EXPECT_THAT(r.status().message(), HasSubstr("refusing to start"));
 
   // A changed optimizer type (same partition) does not fit either.
-  config_.tables[0].optimizer.type = OptimizerType::kAdam;
+  config_.tables[0].optimizer.type = "adam";
   std::unique_ptr<Shard> c = NewShard();
   Checkpointer changed(c.get(), Fingerprint(), options);
   r = changed.RestoreLatest();

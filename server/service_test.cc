@@ -325,7 +325,7 @@ TEST_F(ServiceTest, CreateTableIsIdempotentAndRejectsConflicts) {
   spec->set_table_id(7);
   spec->set_kind(proto::DENSE);
   spec->set_size(3);
-  spec->mutable_optimizer()->set_type(proto::SGD);
+  spec->mutable_optimizer()->set_type("sgd");
   spec->mutable_optimizer()->set_learning_rate(2.0f);
   for (int i = 0; i < 2; ++i) {
     grpc::ClientContext context;

@@ -6,7 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
-#include "server/table_spec.h"
+#include "proto/ops.h"
+#include "proto/table_spec_conversion.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -19,10 +20,6 @@ proto::DataResponse ErrorResponse(const DataRequestView& request,
   response.set_status_code(static_cast<int32_t>(status.code()));
   response.set_status_message(std::string(status.message()));
   return response;
-}
-
-bool IsPushOp(proto::Op op) {
-  return op == proto::PUSH || op == proto::PUSH_PULL;
 }
 
 }  // namespace
@@ -151,7 +148,7 @@ proto::ShardInfo Shard::GetShardInfo() const {
   std::vector<TableConfig> configs;
   for (ShardTable* table : AllTables()) {
     configs.push_back(table->config());
-    *info.add_tables() = TableConfigToProto(table->config());
+    *info.add_tables() = ToTableSpec(table->config());
   }
   info.set_partition_fingerprint(PartitionFingerprint(num_shards_, configs));
   info.set_backend(backend_->name());
@@ -161,7 +158,7 @@ proto::ShardInfo Shard::GetShardInfo() const {
 
 absl::StatusOr<proto::TableSpec> Shard::CreateTable(
     const proto::TableSpec& spec) {
-  ASSIGN_OR_RETURN(TableConfig config, TableConfigFromProto(spec));
+  ASSIGN_OR_RETURN(TableConfig config, FromTableSpec(spec));
   absl::MutexLock lock(&tables_mu_);
   auto by_id = tables_.find(config.table_id);
   auto by_name = table_ids_.find(config.name);
@@ -172,8 +169,8 @@ absl::StatusOr<proto::TableSpec> Shard::CreateTable(
     existing = tables_.at(by_name->second).get();
   }
   if (existing != nullptr) {
-    if (SameTableConfig(existing->config(), config)) {
-      return TableConfigToProto(existing->config());
+    if (existing->config() == config) {
+      return ToTableSpec(existing->config());
     }
     return absl::AlreadyExistsError(absl::StrCat(
         "table id ", existing->config().table_id, " ('",
@@ -184,7 +181,7 @@ absl::StatusOr<proto::TableSpec> Shard::CreateTable(
   RETURN_IF_ERROR(AddTable(config));
   spdlog::info("shard {}: created table '{}' (id {})", shard_index_,
                config.name, config.table_id);
-  return TableConfigToProto(config);
+  return ToTableSpec(config);
 }
 
 absl::StatusOr<int64_t> Shard::RegisterWorker(int64_t worker_id) {
@@ -423,8 +420,10 @@ void Shard::ProcessData(
       // The lost steps are applied (empty) on the executor; waits wake then.
       executor_->Schedule([this] { AdvanceSteps(); });
     }
-    if (!live && IsPushOp(request->op) &&
-        config.consistency != Consistency::kAsync) {
+    // Where only workers may push, an evicted worker must register again
+    // (its pushes would otherwise land in steps it is no longer part of).
+    if (!live && IsPush(request->op) &&
+        table->policy().traits().workers_only_push) {
       done(ErrorResponse(
           *request, absl::FailedPreconditionError(absl::StrCat(
                         "worker ", worker,
@@ -436,15 +435,7 @@ void Shard::ProcessData(
     }
   }
 
-  WaitList::Ready ready;
-  const int64_t clock = request->clock;
-  if (config.consistency == Consistency::kSync) {
-    ready = [table, clock] { return table->steps() >= clock; };
-  } else if (config.consistency == Consistency::kSsp &&
-             request->op != proto::PUSH) {
-    const int64_t needed = clock - static_cast<int64_t>(config.staleness);
-    ready = [this, needed] { return registry_.FloorClock() >= needed; };
-  }
+  WaitList::Ready ready = table->policy().ReadyCondition(*request, registry_);
   if (ready) {
     DataDone done_copy = done;
     auto resume = [this, table, request, done_copy](absl::Status s) {

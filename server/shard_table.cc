@@ -10,6 +10,7 @@
 #include "common/bytes.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"
+#include "proto/ops.h"
 #include "server/initializer.h"
 
 namespace ps {
@@ -41,8 +42,20 @@ absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
   return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
 }
 
-bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
-bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
+// A pushed gradient as float32 (the store's type): the received bytes
+// themselves when the table's values travel as float32, else decoded into
+// `scratch` (the value-type edge of the table).
+absl::Span<const float> GradientFloats(const PiecewiseBytes& values,
+                                       ValueType type,
+                                       std::vector<float>* scratch) {
+  if (type == ValueType::kFloat32) return View<float>(values, scratch);
+  const ValueTypeInfo& info = InfoOf(type);
+  const std::string joined = values.ToString();
+  scratch->resize(joined.size() / info.bytes);
+  info.decode(joined, scratch->data());
+  return absl::MakeConstSpan(*scratch);
+}
+
 
 }  // namespace
 
@@ -71,19 +84,19 @@ absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
       RETURN_IF_ERROR(store->Write(pos, chunk));
     }
   }
-  return std::unique_ptr<ShardTable>(new ShardTable(
-      config, options, std::move(store), owned,
-      config.consistency == Consistency::kSync ? initial_step : 0));
+  return std::unique_ptr<ShardTable>(
+      new ShardTable(config, options, std::move(store), owned,
+                     CreateConsistencyPolicy(config, initial_step)));
 }
 
 ShardTable::ShardTable(const TableConfig& config,
                        const ShardTableOptions& options,
                        std::unique_ptr<ParamStore> store, Range owned,
-                       int64_t initial_step)
+                       std::unique_ptr<ConsistencyPolicy> policy)
     : config_(config),
       options_(options),
       owned_(owned),
-      steps_(initial_step),
+      policy_(std::move(policy)),
       store_(std::move(store)),
       dedup_(DedupWindow::Options{options.dedup_window,
                                   options.dedup_idle_timeout}) {}
@@ -102,7 +115,7 @@ absl::Status ShardTable::Validate(const DataRequestView& request) const {
         ") (-1 = not a worker; num_workers = ", options_.num_workers, ")"));
   }
   const bool push = IsPush(op);
-  if (push && worker == -1 && config_.consistency != Consistency::kAsync) {
+  if (push && worker == -1 && policy_->traits().workers_only_push) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", config_.name, "' is ", ConsistencyName(config_.consistency),
         ": only workers (worker_id >= 0) may push to it"));
@@ -111,14 +124,26 @@ absl::Status ShardTable::Validate(const DataRequestView& request) const {
     return absl::InvalidArgumentError(
         absl::StrCat("clock ", request.clock, " is negative"));
   }
+  if (request.value_type != static_cast<int>(config_.value_type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values are ",
+        IsValueType(request.value_type)
+            ? ValueTypeName(static_cast<ValueType>(request.value_type))
+            : absl::StrCat("of unknown type ", request.value_type),
+        " but table '", config_.name, "' carries ",
+        ValueTypeName(config_.value_type)));
+  }
   return config_.kind == TableKind::kDense ? ValidateDense(request, push)
                                            : ValidateSparse(request, push);
 }
 
 namespace {
 
+// Checks a request's values: none for a pull; for a push exactly
+// `expected` elements of `type`, all finite when reject_non_finite.
 absl::Status CheckValues(const DataRequestView& request, bool push,
-                         uint64_t expected_floats, bool reject_non_finite) {
+                         uint64_t expected, ValueType type,
+                         bool reject_non_finite) {
   const PiecewiseBytes& values = request.values;
   if (!push) {
     if (!values.empty()) {
@@ -127,21 +152,23 @@ absl::Status CheckValues(const DataRequestView& request, bool push,
     }
     return absl::OkStatus();
   }
-  if (values.size() != expected_floats * sizeof(float)) {
+  const ValueTypeInfo& info = InfoOf(type);
+  if (values.size() != expected * info.bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "values: expected ", expected_floats * sizeof(float), " bytes (",
-        expected_floats, " float32), got ", values.size(), " bytes"));
+        "values: expected ", expected * info.bytes, " bytes (", expected, " ",
+        info.name, "), got ", values.size(), " bytes"));
   }
   // One branch-free pass over the received slices (or none: the decoder
   // scanned them); the slow search (over a joined copy) only runs for a
   // request that fails.
   if (reject_non_finite &&
       !(request.values_finite_known ? request.values_all_finite
-                                    : AllFiniteFloats(values))) {
+                                    : AllFinite(type, values))) {
     const std::string joined = values.ToString();
-    const int64_t i = FirstNonFiniteFloat(joined);
+    const int64_t i = FirstNonFinite(type, joined);
     float bad;
-    std::memcpy(&bad, joined.data() + 4 * i, sizeof(bad));
+    info.decode(absl::string_view(joined).substr(i * info.bytes, info.bytes),
+                &bad);
     return absl::InvalidArgumentError(
         absl::StrCat("gradient ", i, " is not finite (",
                      std::isnan(bad) ? "nan" : "inf",
@@ -178,7 +205,8 @@ absl::Status ShardTable::ValidateDense(const DataRequestView& request,
         options_.shard_index, " (owns [", owned_.begin, ",", owned_.end,
         ")) of table '", config_.name, "'"));
   }
-  return CheckValues(request, push, length, options_.reject_non_finite);
+  return CheckValues(request, push, length, config_.value_type,
+                     options_.reject_non_finite);
 }
 
 absl::Status ShardTable::ValidateSparse(const DataRequestView& request,
@@ -210,7 +238,7 @@ absl::Status ShardTable::ValidateSparse(const DataRequestView& request,
   }
   return CheckValues(request, push,
                      static_cast<uint64_t>(keys.size()) * config_.dim,
-                     options_.reject_non_finite);
+                     config_.value_type, options_.reject_non_finite);
 }
 
 absl::Status ShardTable::Execute(const DataRequestView& request,
@@ -239,16 +267,8 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
             "is refused"));
     }
   }
-  if (IsPush(request.op) && config_.consistency == Consistency::kSync) {
-    const int64_t step = steps();
-    if (request.clock != step) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "push for step ", request.clock, " of sync table '", config_.name,
-          "': ",
-          request.clock < step ? "that step was already applied"
-                                 : "that step is not open yet",
-          " (steps applied: ", step, ")"));
-    }
+  if (IsPush(request.op)) {
+    RETURN_IF_ERROR(policy_->AdmitPush(request, config_));
   }
   std::vector<uint64_t> rows;
   if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
@@ -314,52 +334,92 @@ absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
 
 absl::Status ShardTable::PushLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows) {
-  // Dense gradients go to the store as received (it reads the slices);
-  // sparse ones are joined first (rows are small and the row kernels want
-  // one span).
-  const bool dense = config_.kind == TableKind::kDense;
-  std::vector<float> scratch;
-  absl::Span<const float> grad;
-  if (!dense) grad = View<float>(request.values, &scratch);
-  const uint64_t local = dense ? request.offset - owned_.begin : 0;
-  if (config_.consistency == Consistency::kSync) {
-    if (dense) {
-      RETURN_IF_ERROR(store_->AccumulateDensePieces(local, request.values));
-    } else {
-      RETURN_IF_ERROR(store_->AccumulateRows(rows, config_.dim, grad));
-      step_rows_.insert(rows.begin(), rows.end());
-    }
-    step_has_pushes_ = true;
-    ++step_push_count_;
-    step_pushers_.insert(static_cast<uint32_t>(request.worker_id));
-  } else {
-    // t of the logical push this chunk belongs to.
-    const uint64_t t = version_ + (request.first_chunk ? 1 : 0);
-    const int64_t step = static_cast<int64_t>(std::max<uint64_t>(t, 1));
-    if (dense) {
-      RETURN_IF_ERROR(
-          store_->ApplyDensePieces(local, request.values, 1.0f, step));
-    } else {
-      RETURN_IF_ERROR(store_->ApplyRows(rows, config_.dim, grad, 1.0f, step));
-    }
-    if (request.first_chunk) ++version_;
-  }
+  RETURN_IF_ERROR(policy_->Push(request, rows, *this));
   ++pushes_;
   bytes_in_ += request.keys.size() + request.values.size();
   return absl::OkStatus();
+}
+
+// Dense gradients go to the store as received (it reads the slices); sparse
+// ones are joined first (rows are small and the row kernels want one span).
+absl::Status ShardTable::Apply(const DataRequestView& push,
+                               absl::Span<const uint64_t> rows, int64_t t) {
+  mu_.AssertHeld();
+  const bool float32 = config_.value_type == ValueType::kFloat32;
+  std::vector<float> scratch;
+  if (config_.kind == TableKind::kSparse) {
+    return store_->ApplyRows(
+        rows, config_.dim,
+        GradientFloats(push.values, config_.value_type, &scratch), 1.0f, t);
+  }
+  const uint64_t local = push.offset - owned_.begin;
+  if (float32) return store_->ApplyDensePieces(local, push.values, 1.0f, t);
+  return store_->ApplyDense(
+      local, GradientFloats(push.values, config_.value_type, &scratch), 1.0f,
+      t);
+}
+
+absl::Status ShardTable::Accumulate(const DataRequestView& push,
+                                    absl::Span<const uint64_t> rows) {
+  mu_.AssertHeld();
+  const bool float32 = config_.value_type == ValueType::kFloat32;
+  std::vector<float> scratch;
+  if (config_.kind == TableKind::kSparse) {
+    return store_->AccumulateRows(
+        rows, config_.dim,
+        GradientFloats(push.values, config_.value_type, &scratch));
+  }
+  const uint64_t local = push.offset - owned_.begin;
+  if (float32) return store_->AccumulateDensePieces(local, push.values);
+  return store_->AccumulateDense(
+      local, GradientFloats(push.values, config_.value_type, &scratch));
+}
+
+absl::Status ShardTable::ApplyAccumulated(absl::Span<const uint64_t> rows,
+                                          float scale, int64_t t) {
+  mu_.AssertHeld();
+  if (config_.kind == TableKind::kDense) {
+    return store_->ApplyAccumulated(scale, t);
+  }
+  return store_->ApplyAccumulatedRows(rows, config_.dim, scale, t);
+}
+
+uint64_t ShardTable::LockedVersion() const {
+  mu_.AssertHeld();
+  return version_;
+}
+
+void ShardTable::BumpVersion() {
+  mu_.AssertHeld();
+  ++version_;
 }
 
 absl::Status ShardTable::PullLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows,
                                     proto::DataResponse* response) {
   std::string* out = response->mutable_values();
-  if (config_.kind == TableKind::kDense) {
-    absl::Span<float> values = ResizeFloats(out, request.length);
+  const bool dense = config_.kind == TableKind::kDense;
+  const uint64_t n =
+      dense ? request.length : static_cast<uint64_t>(rows.size()) * config_.dim;
+  // float32 values are read straight into the response; other types are
+  // read as float32 and encoded (the value-type edge of the table).
+  std::vector<float> scratch;
+  absl::Span<float> values;
+  if (config_.value_type == ValueType::kFloat32) {
+    values = ResizeFloats(out, n);
+  } else {
+    scratch.resize(n);
+    values = absl::MakeSpan(scratch);
+  }
+  if (dense) {
     RETURN_IF_ERROR(store_->Read(request.offset - owned_.begin, values));
   } else {
-    absl::Span<float> values =
-        ResizeFloats(out, static_cast<uint64_t>(rows.size()) * config_.dim);
     RETURN_IF_ERROR(store_->ReadRows(rows, config_.dim, values));
+  }
+  if (config_.value_type != ValueType::kFloat32) {
+    const ValueTypeInfo& info = InfoOf(config_.value_type);
+    *out = AcquireValuesBuffer(n * info.bytes);
+    info.encode(values, out->data());
   }
   ++pulls_;
   if (!IsPush(request.op)) bytes_in_ += request.keys.size();
@@ -374,34 +434,9 @@ uint64_t ShardTable::version() const {
 
 absl::StatusOr<int64_t> ShardTable::ApplyStepsUpTo(
     int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live) {
-  if (config_.consistency != Consistency::kSync) return 0;
+  if (!policy_->HasSteps()) return 0;  // no need to wait for the table's lock
   absl::MutexLock lock(&mu_);
-  if (steps() >= floor_clock) return 0;
-  // Only the open step can hold pushes: every later step up to the floor is
-  // empty, so it is skipped in one store (a worker catching up after a
-  // restore may move the floor arbitrarily far).
-  const int64_t advanced = floor_clock - steps();
-  if (step_has_pushes_) {
-    absl::flat_hash_set<uint32_t> members = live;
-    members.insert(step_pushers_.begin(), step_pushers_.end());
-    const float scale = 1.0f / static_cast<float>(members.size());
-    const int64_t t = static_cast<int64_t>(version_ + 1);
-    if (config_.kind == TableKind::kDense) {
-      RETURN_IF_ERROR(store_->ApplyAccumulated(scale, t));
-    } else {
-      std::vector<uint64_t> rows(step_rows_.begin(), step_rows_.end());
-      std::sort(rows.begin(), rows.end());
-      RETURN_IF_ERROR(
-          store_->ApplyAccumulatedRows(rows, config_.dim, scale, t));
-    }
-    ++version_;
-    step_has_pushes_ = false;
-    step_push_count_ = 0;
-    step_pushers_.clear();
-    step_rows_.clear();
-  }
-  steps_.store(floor_clock, std::memory_order_release);
-  return advanced;
+  return policy_->CompleteSteps(floor_clock, live, *this);
 }
 
 void ShardTable::FillStats(proto::TableStats* stats) const {
@@ -418,13 +453,14 @@ void ShardTable::FillStats(proto::TableStats* stats) const {
   stats->set_bytes_out(bytes_out_);
 }
 
-bool ShardTable::OpenStepEmpty() const { return !step_has_pushes_; }
+bool ShardTable::OpenStepEmpty() const {
+  return !policy_->HasOpenStepPushes();
+}
 
 absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
   TableState state;
   absl::MutexLock lock(&mu_);
-  const bool sync = config_.consistency == Consistency::kSync;
-  if (sync && step_has_pushes_ && sync_wait > absl::ZeroDuration()) {
+  if (policy_->HasOpenStepPushes() && sync_wait > absl::ZeroDuration()) {
     // Wait for a step boundary: the open step's gradients live in the
     // store's accumulator, which a copy cannot contain.
     mu_.AwaitWithTimeout(absl::Condition(this, &ShardTable::OpenStepEmpty),
@@ -453,11 +489,11 @@ absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
     std::sort(state.rows.begin(), state.rows.end());
   }
   state.dedup = dedup_.Export();
-  if (sync && step_has_pushes_) {
+  if (policy_->HasOpenStepPushes()) {
     // The open step is left out: so are its pushes' dedup entries, so a
     // client that retries them after a restore has them applied.
     const int64_t open = steps();
-    state.dropped_open_step_pushes = step_push_count_;
+    state.dropped_open_step_pushes = policy_->OpenStepPushes();
     DedupWindow::DropFrom(&state.dedup,
                           [open](const DedupWindow::Applied& a) {
                             return a.step == open;
@@ -486,9 +522,9 @@ absl::Status ShardTable::Restore(const TableState& state) {
   if (state.slots.size() != slots || saved.optimizer.type != config_.optimizer.type) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", config_.name, "': the checkpoint holds optimizer '",
-        OptimizerTypeName(saved.optimizer.type), "' state (",
+        saved.optimizer.type, "' state (",
         state.slots.size(), " slots) but the table is configured with '",
-        OptimizerTypeName(config_.optimizer.type), "' (", slots,
+        config_.optimizer.type, "' (", slots,
         " slots)"));
   }
   const uint64_t n = state.values.size();
@@ -547,16 +583,11 @@ absl::Status ShardTable::Restore(const TableState& state) {
   }
   rows_ = std::move(rows);
   version_ = state.version;
-  steps_.store(config_.consistency == Consistency::kSync ? state.steps : 0,
-               std::memory_order_release);
+  policy_->Restore(state.steps);
   pushes_ = state.pushes;
   pulls_ = state.pulls;
   bytes_in_ = state.bytes_in;
   bytes_out_ = state.bytes_out;
-  step_has_pushes_ = false;
-  step_push_count_ = 0;
-  step_pushers_.clear();
-  step_rows_.clear();
   dedup_.Import(state.dedup, absl::Now());
   return absl::OkStatus();
 }

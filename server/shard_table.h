@@ -8,25 +8,15 @@
 // the table's initializer (see initializer.h: values are independent of the
 // shard count and creation order).
 //
-// Versions: version() counts the logical updates applied. async / ssp: every
-// push request with first_chunk = true bumps it when applied (the other
-// chunks of the same logical push do not). sync: each applied step that
-// received at least one push bumps it. The optimizer's step t (Adam bias
-// correction) is the version after the bump (>= 1).
+// Versions: version() counts the logical updates applied; the optimizer's
+// step t (Adam bias correction) is the version after the bump (>= 1).
 //
-// Sync tables: a push at clock c accumulates into step c (the store's
-// accumulator; sparse tables also remember the touched rows). The step is
-// applied by ApplyStepsUpTo() once every live worker's clock is past c, with
-// gradient = accumulated sum / D, where D = number of distinct workers that
-// are live at application time or whose pushes are in the step. With every
-// worker live and pushing, D = W and the update is exactly minibatch SGD on
-// the union of the workers' batches; a worker evicted after pushing still
-// counts (its gradient is in the sum); a worker that pushed nothing to this
-// shard-table but is live counts too (its gradient for these keys is zero,
-// e.g. a sparse batch without ids on this shard). A step in which nobody
-// pushed advances steps() but applies nothing and leaves the version alone.
-// Dense steps update every owned element (momentum / Adam state evolves with
-// a zero gradient as in minibatch training); sparse steps only touched rows.
+// Consistency: the table's ConsistencyPolicy (server/consistency/), chosen
+// at creation, decides what a push does (async / ssp: applied on arrival,
+// one version per logical push; sync: accumulated into the open step and
+// applied once per step, see sync_policy.h), when steps complete
+// (ApplyStepsUpTo) and what a checkpoint waits for; the table keeps the
+// store, the exactly-once dedup window and validation.
 //
 // Thread safety: thread-safe; one mutex per table guards the store.
 #ifndef PS_SERVER_SHARD_TABLE_H_
@@ -49,6 +39,7 @@
 #include "common/partition.h"
 #include "proto/data_request_view.h"
 #include "proto/ps.pb.h"
+#include "server/consistency/consistency_policy.h"
 #include "server/dedup_window.h"
 #include "server/shard_state.h"
 
@@ -64,7 +55,7 @@ struct ShardTableOptions {
   absl::Duration dedup_idle_timeout = absl::Hours(1);
 };
 
-class ShardTable {
+class ShardTable : private TableUpdates {
  public:
   // Creates the shard of `config` with initialized values. `backend` is used
   // only during the call. `initial_step` is where a sync table's step count
@@ -79,6 +70,7 @@ class ShardTable {
   ShardTable& operator=(const ShardTable&) = delete;
 
   const TableConfig& config() const { return config_; }
+  const ConsistencyPolicy& policy() const { return *policy_; }
   // Dense: the owned global element range; sparse: empty.
   Range owned_range() const { return owned_; }
 
@@ -116,15 +108,15 @@ class ShardTable {
     return Execute(ViewOf(request), response);
   }
 
-  // Sync: number of steps applied (a pull at clock c may read once
-  // steps() >= c). Other tables: 0.
-  int64_t steps() const { return steps_.load(std::memory_order_acquire); }
+  // Steps applied (sync: a pull at clock c may read once steps() >= c).
+  // Other tables: 0.
+  int64_t steps() const { return policy_->steps(); }
 
   uint64_t version() const;
 
-  // Sync: applies every step below `floor_clock` (see the class comment);
+  // Completes every step below `floor_clock` (the policy's CompleteSteps);
   // `live` are the live workers. Returns how many steps advanced. No-op for
-  // other consistencies.
+  // modes without steps.
   absl::StatusOr<int64_t> ApplyStepsUpTo(
       int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live);
 
@@ -153,7 +145,17 @@ class ShardTable {
  private:
   ShardTable(const TableConfig& config, const ShardTableOptions& options,
              std::unique_ptr<ParamStore> store, Range owned,
-             int64_t initial_step);
+             std::unique_ptr<ConsistencyPolicy> policy);
+
+  // TableUpdates, for the policy; called under mu_ (asserted).
+  absl::Status Apply(const DataRequestView& push,
+                     absl::Span<const uint64_t> rows, int64_t t) override;
+  absl::Status Accumulate(const DataRequestView& push,
+                          absl::Span<const uint64_t> rows) override;
+  absl::Status ApplyAccumulated(absl::Span<const uint64_t> rows, float scale,
+                                int64_t t) override;
+  uint64_t LockedVersion() const override;
+  void BumpVersion() override;
 
   bool OpenStepEmpty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -184,18 +186,13 @@ class ShardTable {
   const TableConfig config_;
   const ShardTableOptions options_;
   const Range owned_;  // dense only
-
-  // Written under mu_, read lock-free by wait predicates.
-  std::atomic<int64_t> steps_;
+  // Thread-safe; its step state changes under mu_ (see consistency_policy.h).
+  const std::unique_ptr<ConsistencyPolicy> policy_;
 
   mutable absl::Mutex mu_;
   std::unique_ptr<ParamStore> store_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> rows_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  // Sync step in progress.
-  bool step_has_pushes_ ABSL_GUARDED_BY(mu_) = false;
-  absl::flat_hash_set<uint32_t> step_pushers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<uint64_t> step_rows_ ABSL_GUARDED_BY(mu_);
   // Statistics.
   uint64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t pulls_ ABSL_GUARDED_BY(mu_) = 0;
@@ -205,8 +202,6 @@ class ShardTable {
   DedupWindow dedup_ ABSL_GUARDED_BY(mu_);
   // Retried pushes answered from the window.
   uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
-  // Sync: pushes accumulated into the open step.
-  uint64_t step_push_count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ps

@@ -1,6 +1,7 @@
 #include "server/shard_table.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -29,7 +30,7 @@ TableConfig Dense(uint64_t size, Consistency consistency = Consistency::kAsync) 
   t.kind = TableKind::kDense;
   t.size = size;
   t.consistency = consistency;
-  t.optimizer.type = OptimizerType::kSgd;
+  t.optimizer.type = "sgd";
   t.optimizer.learning_rate = 0.5f;
   t.initializer.type = InitializerType::kConstant;
   t.initializer.value = 1.0f;
@@ -43,7 +44,7 @@ TableConfig Sparse(uint32_t dim, Consistency consistency = Consistency::kAsync) 
   t.kind = TableKind::kSparse;
   t.dim = dim;
   t.consistency = consistency;
-  t.optimizer.type = OptimizerType::kSgd;
+  t.optimizer.type = "sgd";
   t.optimizer.learning_rate = 1.0f;
   t.initializer.type = InitializerType::kUniform;
   t.initializer.low = -1.0f;
@@ -181,6 +182,38 @@ TEST_F(ShardTableTest, NonFiniteGradientRejectedAndTableUnchanged) {
   EXPECT_EQ(table->version(), 0u);
 }
 
+TEST_F(ShardTableTest, ValuesMustCarryTheTablesValueType) {
+  TableConfig config = Dense(4);
+  config.value_type = ValueType::kFloat16;
+  auto table = Make(config);
+  // float32 values (the default) to a float16 table: refused.
+  absl::Status s = table->Validate(DenseReq(proto::PUSH, 0, 4, {1, 2, 3, 4}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "values are float32 but table 'w' carries float16");
+  proto::DataRequest unknown = DenseReq(proto::PULL, 0, 4);
+  unknown.set_value_type(static_cast<proto::ValueType>(9));
+  EXPECT_EQ(table->Validate(unknown).message(),
+            "values are of unknown type 9 but table 'w' carries float16");
+  // float16 values of the right size: 2 bytes each, decoded at the edge.
+  proto::DataRequest push = DenseReq(proto::PUSH, 0, 4);
+  push.set_value_type(proto::FLOAT16);
+  const uint16_t halves[] = {0x3c00, 0x4000, 0x3800, 0xbc00};  // 1 2 .5 -1
+  push.set_values(std::string(reinterpret_cast<const char*>(halves), 8));
+  ASSERT_TRUE(RunReq(*table, push).ok());
+  proto::DataRequest pull = DenseReq(proto::PULL, 0, 4);
+  pull.set_value_type(proto::FLOAT16);
+  proto::DataResponse response;
+  ASSERT_TRUE(RunReq(*table, pull, &response).ok());
+  ASSERT_EQ(response.values().size(), 8u);
+  // SGD lr 0.5 from 1: 0.5, 0, 0.75, 1.5 as float16.
+  uint16_t got[4];
+  std::memcpy(got, response.values().data(), 8);
+  EXPECT_THAT(got, ElementsAre(0x3800, 0x0000, 0x3a00, 0x3e00));
+  push.set_values(std::string(6, '\0'));
+  EXPECT_EQ(table->Validate(push).message(),
+            "values: expected 8 bytes (4 float16), got 6 bytes");
+}
+
 TEST_F(ShardTableTest, NonFiniteAllowedWhenNotRejected) {
   ShardTableOptions options;
   options.reject_non_finite = false;
@@ -264,7 +297,7 @@ TEST_F(ShardTableTest, AsyncPushesApplyExactly) {
 
 TEST_F(ShardTableTest, AdamStepCountsLogicalPushesNotChunks) {
   TableConfig config = Dense(4);
-  config.optimizer.type = OptimizerType::kAdam;
+  config.optimizer.type = "adam";
   config.optimizer.learning_rate = 0.1f;
   config.initializer.value = 0.0f;
   auto table = Make(config);
@@ -415,8 +448,8 @@ TEST_F(ShardTableTest, SyncAccumulatesAndAppliesTheMeanOnce) {
 
 TEST_F(ShardTableTest, SyncSparseUpdatesOnlyTouchedRows) {
   TableConfig config = Sparse(2, Consistency::kSync);
-  config.optimizer.type = OptimizerType::kMomentum;
-  config.optimizer.momentum = 0.5f;
+  config.optimizer.type = "momentum";
+  config.optimizer.params["momentum"] = 0.5f;
   config.initializer.type = InitializerType::kZeros;
   auto table = Make(config);
   const absl::flat_hash_set<uint32_t> live = {0, 1};

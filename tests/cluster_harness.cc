@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const ClusterSpec& spec) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster());
   cluster->spec_ = spec;
+  cluster->spec_.placements.resize(spec.num_servers);  // the rest: loopback
   std::string tmpl = TempRoot() + "/ps_cluster_XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) {
     return absl::InternalError("mkdtemp failed");
@@ -65,7 +66,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->pids_.assign(spec.num_servers, -1);
   cluster->addresses_.assign(spec.num_servers, "");
   for (int i = 0; i < spec.num_servers; ++i) {
-    RETURN_IF_ERROR(cluster->StartServer(i, "127.0.0.1:0"));
+    RETURN_IF_ERROR(cluster->StartServer(
+        i, absl::StrCat(cluster->spec_.placements[i].listen_ip, ":0")));
   }
   cluster->config_.servers = cluster->addresses_;
   return cluster;
@@ -77,11 +79,10 @@ absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
   const std::string log_file = absl::StrCat(dir_, "/server_", i, ".log");
   const std::string binary = RunfilePath("server/ps_server");
 
-  std::vector<std::string> args = {binary,
-                                   "--config=" + config_path_,
-                                   absl::StrCat("--index=", i),
-                                   "--listen=" + listen,
-                                   "--port_file=" + port_file};
+  std::vector<std::string> args = spec_.placements[i].command_prefix;
+  args.insert(args.end(), {binary, "--config=" + config_path_,
+                           absl::StrCat("--index=", i), "--listen=" + listen,
+                           "--port_file=" + port_file});
   for (const std::string& flag : spec_.extra_server_flags) {
     args.push_back(flag);
   }
@@ -108,7 +109,7 @@ absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
   while (std::chrono::steady_clock::now() < deadline) {
     absl::StatusOr<std::string> port = ReadFileToString(port_file);
     if (port.ok() && !port->empty()) {
-      addresses_[i] = absl::StrCat("127.0.0.1:", *port);
+      addresses_[i] = absl::StrCat(spec_.placements[i].listen_ip, ":", *port);
       while (!addresses_[i].empty() && (addresses_[i].back() == '\n')) {
         addresses_[i].pop_back();
       }

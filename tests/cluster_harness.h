@@ -1,4 +1,5 @@
-// Test harness: a real cluster of ps_server processes on 127.0.0.1.
+// Test harness: a real cluster of ps_server processes on 127.0.0.1 (or each
+// in a test network namespace: ClusterSpec::placements, tests/netns).
 //
 // Each server is a separate process started from the ps_server binary with
 // `--listen 127.0.0.1:0 --port_file F`, so the OS picks every port; the
@@ -21,6 +22,15 @@
 
 namespace ps::testing {
 
+// Where one server runs: its listen address and a command prefix, e.g. a test
+// network namespace (TestNetwork::Place in tests/netns/netns.h).
+struct ServerPlacement {
+  std::string listen_ip = "127.0.0.1";
+  // Prepended to the server's command line, e.g. {"/usr/sbin/ip", "netns",
+  // "exec", "psn42-a"}; its first element is an absolute path.
+  std::vector<std::string> command_prefix;
+};
+
 struct ClusterSpec {
   int num_servers = 2;
   int num_workers = 1;
@@ -28,6 +38,9 @@ struct ClusterSpec {
   // ...). The harness writes `cluster:` itself.
   std::string body_yaml;
   std::vector<std::string> extra_server_flags;
+  // By server index; servers past its end run on 127.0.0.1 in this process's
+  // network namespace.
+  std::vector<ServerPlacement> placements;
 };
 
 class LocalCluster {

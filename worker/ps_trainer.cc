@@ -65,7 +65,9 @@ absl::StatusOr<TrainResult> RunPsWorker(Client* client, const TableInfo& table,
                    BatchSchedule::Create(&shard, options.schedule));
   const int me = options.worker_index;
   const bool chief = me == 0;
-  const bool overlap = table.consistency != Consistency::kSync;
+  // Prefetch the next step's parameters while computing, unless the mode's
+  // reads must see the previous step exactly.
+  const bool overlap = !table.consistency_traits().step_exact_reads;
   const uint32_t id = table.table_id;
   const int64_t total = schedule.total_steps();
   const float push_scale =

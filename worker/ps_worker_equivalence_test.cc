@@ -207,9 +207,9 @@ tables:
   absl::StatusOr<std::unique_ptr<Model>> model = CreateCpuModel(spec);
   ASSERT_TRUE(model.ok());
   OptimizerConfig optimizer;
-  optimizer.type = OptimizerType::kMomentum;
+  optimizer.type = "momentum";
   optimizer.learning_rate = 0.2f;
-  optimizer.momentum = 0.5f;
+  optimizer.params["momentum"] = 0.5f;
   absl::StatusOr<std::unique_ptr<LocalTrainer>> trainer =
       LocalTrainer::Create(std::move(*model), optimizer, *init);
   ASSERT_TRUE(trainer.ok()) << trainer.status();

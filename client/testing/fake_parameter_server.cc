@@ -128,7 +128,12 @@ class FakeParameterServer::Service final
                                           "table exists"));
       }
     }
-    s_->AddTableLocked(FromTableSpec(request->spec()));
+    absl::StatusOr<TableConfig> config = FromTableSpec(request->spec());
+    if (!config.ok()) {
+      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        std::string(config.status().message())));
+    }
+    s_->AddTableLocked(*std::move(config));
     *response->mutable_spec() = request->spec();
     return Done(context, grpc::Status::OK);
   }

@@ -6,10 +6,12 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/backend/update_math.h"
 #include "common/backend/update_rule.h"
+#include "common/optimizers/all_optimizers.h"
+#include "common/optimizers/optimizer_registry.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -83,8 +85,7 @@ class FloatArray {
 // What one update call touches. Row mode when `rows` is set.
 struct UpdateJob {
   float* w = nullptr;
-  float* s0 = nullptr;  // state slots (null when the optimizer has fewer)
-  float* s1 = nullptr;
+  float* const* slots = nullptr;  // the optimizer's state arrays
   // Gradient source: `grad` is packed (dense: element i of the range; rows:
   // rows order), or, when null, the accumulator `acc` at the element's own
   // index, which is zeroed as it is consumed.
@@ -100,88 +101,80 @@ struct UpdateJob {
 template <bool kConsume>
 using GradPtr = std::conditional_t<kConsume, float*, const float*>;
 
-// The fused single pass over n elements. Copies the constants into a local so
-// the compiler can prove stores to w/state do not change them, which lets it
-// vectorize without runtime alias checks (all arrays are __restrict).
-template <class Op, bool kClip, bool kConsume>
+// The fused single pass over n elements, one restrict pointer per state
+// slot. Copies the constants into locals so the compiler can prove stores to
+// w / state do not change them, which lets it vectorize without runtime
+// alias checks.
+template <class Unit, bool kClip, bool kConsume, size_t... I, class... S>
 inline __attribute__((always_inline)) void Segment(
-    const UpdateConstants& constants, float* __restrict w, float* __restrict s0,
-    float* __restrict s1, GradPtr<kConsume> __restrict g, uint64_t n) {
-  const UpdateConstants k = constants;
+    std::index_sequence<I...>, const CommonConstants& common,
+    const typename Unit::Constants& constants, float* __restrict w,
+    GradPtr<kConsume> __restrict g, uint64_t n, S* __restrict... s) {
+  const CommonConstants c = common;
+  const typename Unit::Constants k = constants;
   for (uint64_t i = 0; i < n; ++i) {
     float wi = w[i];
-    const float gi = update_math::PrepareGrad<kClip>(k, g[i], wi);
+    const float gi =
+        update_math::PrepareGrad<kClip, !Unit::kDecoupledWeightDecay>(
+            c, g[i], wi);
     if constexpr (kConsume) g[i] = 0.0f;
-    float a = 0.0f;
-    float b = 0.0f;
-    if constexpr (Op::kSlots >= 1) a = s0[i];
-    if constexpr (Op::kSlots >= 2) b = s1[i];
-    Op::Apply(k, gi, wi, a, b);
+    float state[sizeof...(S) + 1] = {s[i]...};
+    Unit::Apply(c, k, gi, wi, state);
     w[i] = wi;
-    if constexpr (Op::kSlots >= 1) s0[i] = a;
-    if constexpr (Op::kSlots >= 2) s1[i] = b;
+    ((s[i] = state[I]), ...);
   }
 }
 
-template <class Op, bool kClip, bool kConsume>
-void RunUpdate(const UpdateConstants& k, const UpdateJob& job) {
-  auto at = [](float* base, uint64_t index) {
-    return base == nullptr ? nullptr : base + index;
-  };
-  auto grad_at = [&job](uint64_t packed_index, uint64_t element_index) {
-    if constexpr (kConsume) {
-      (void)packed_index;
-      return job.acc + element_index;
-    } else {
-      (void)element_index;
-      return job.grad + packed_index;
-    }
-  };
+// Segment over elements [base, base + n) of the job's arrays, with the
+// gradient at `grad_index`.
+template <class Unit, bool kClip, bool kConsume, size_t... I>
+inline void SegmentAt(std::index_sequence<I...> slots, const CommonConstants& c,
+                      const typename Unit::Constants& k, const UpdateJob& job,
+                      uint64_t base, uint64_t grad_index, uint64_t n) {
+  GradPtr<kConsume> g;
+  if constexpr (kConsume) {
+    (void)grad_index;
+    g = job.acc + base;
+  } else {
+    g = job.grad + grad_index;
+  }
+  Segment<Unit, kClip, kConsume>(slots, c, k, job.w + base, g, n,
+                                 (job.slots[I] + base)...);
+}
+
+template <class Unit, bool kClip, bool kConsume>
+void RunUpdate(const CommonConstants& c, const typename Unit::Constants& k,
+               const UpdateJob& job) {
+  constexpr auto slots = std::make_index_sequence<Unit::kSlots>();
   if (job.rows == nullptr) {
-    Segment<Op, kClip, kConsume>(k, job.w + job.offset, at(job.s0, job.offset),
-                                 at(job.s1, job.offset), grad_at(0, job.offset),
-                                 job.n);
+    SegmentAt<Unit, kClip, kConsume>(slots, c, k, job, job.offset, 0, job.n);
     return;
   }
   const uint64_t dim = job.dim;
   for (size_t r = 0; r < job.num_rows; ++r) {
-    const uint64_t base = job.rows[r] * dim;
-    Segment<Op, kClip, kConsume>(k, job.w + base, at(job.s0, base),
-                                 at(job.s1, base), grad_at(r * dim, base), dim);
+    SegmentAt<Unit, kClip, kConsume>(slots, c, k, job, job.rows[r] * dim,
+                                     r * dim, dim);
   }
 }
 
-template <class Op>
-void DispatchFlags(bool clip, bool consume, const UpdateConstants& k,
-                   const UpdateJob& job) {
-  if (clip) {
-    consume ? RunUpdate<Op, true, true>(k, job)
-            : RunUpdate<Op, true, false>(k, job);
-  } else {
-    consume ? RunUpdate<Op, false, true>(k, job)
-            : RunUpdate<Op, false, false>(k, job);
-  }
-}
-
-// The one switch per call: picks the loop specialized for the optimizer.
-void Dispatch(OptimizerType type, const UpdateConstants& k,
-              const UpdateJob& job) {
-  const bool clip = k.clip > 0.0f;
+// The one dispatch per call: picks the loop specialized for the optimizer
+// (over the registry, all_optimizers.h) and the clip / consume flags.
+void Dispatch(const ResolvedOptimizer& optimizer, const CommonConstants& c,
+              int64_t step, const UpdateJob& job) {
+  const bool clip = c.clip > 0.0f;
   const bool consume = job.grad == nullptr;
-  switch (type) {
-    case OptimizerType::kSgd:
-      DispatchFlags<update_math::Sgd>(clip, consume, k, job);
-      break;
-    case OptimizerType::kMomentum:
-      DispatchFlags<update_math::Momentum>(clip, consume, k, job);
-      break;
-    case OptimizerType::kAdagrad:
-      DispatchFlags<update_math::Adagrad>(clip, consume, k, job);
-      break;
-    case OptimizerType::kAdam:
-      DispatchFlags<update_math::Adam>(clip, consume, k, job);
-      break;
-  }
+  optimizers::VisitOptimizer(optimizer.info->index, [&](auto tag) {
+    using Unit = typename decltype(tag)::type;
+    const typename Unit::Constants k =
+        Unit::MakeConstants(c, optimizer.params.data(), step);
+    if (clip) {
+      consume ? RunUpdate<Unit, true, true>(c, k, job)
+              : RunUpdate<Unit, true, false>(c, k, job);
+    } else {
+      consume ? RunUpdate<Unit, false, true>(c, k, job)
+              : RunUpdate<Unit, false, false>(c, k, job);
+    }
+  });
 }
 
 void AddInto(float* __restrict dst, const float* __restrict src, uint64_t n) {
@@ -195,8 +188,14 @@ absl::Status OutOfMemory(const char* op, uint64_t elements) {
 
 class CpuParamStore final : public ParamStore {
  public:
-  explicit CpuParamStore(const OptimizerConfig& config)
-      : config_(config), num_slots_(NumOptimizerSlots(config.type)) {}
+  explicit CpuParamStore(ResolvedOptimizer optimizer)
+      : optimizer_(std::move(optimizer)),
+        num_slots_(optimizer_.info->num_slots),
+        accumulator_(num_slots_ + 1) {
+    for (int s = 0; s < num_slots_; ++s) {
+      slots_.push_back(std::make_unique<FloatArray>(s + 1));
+    }
+  }
 
   absl::Status Init(uint64_t size) { return Grow("CreateStore", size, {}); }
 
@@ -232,13 +231,13 @@ class CpuParamStore final : public ParamStore {
   absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
                           float grad_scale, int64_t step) override {
     RETURN_IF_ERROR(CheckRange("ApplyDense", offset, grad.size(), size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const CommonConstants c,
+                     MakeCommonConstants(optimizer_, grad_scale, step));
     UpdateJob job = BaseJob();
     job.grad = grad.data();
     job.offset = offset;
     job.n = grad.size();
-    if (job.n > 0) Dispatch(config_.type, k, job);
+    if (job.n > 0) Dispatch(optimizer_, c, step, job);
     return absl::OkStatus();
   }
 
@@ -249,15 +248,15 @@ class CpuParamStore final : public ParamStore {
                                 float grad_scale, int64_t step) override {
     RETURN_IF_ERROR(CheckRange("ApplyDense", offset,
                                grad.size() / sizeof(float), size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const CommonConstants c,
+                     MakeCommonConstants(optimizer_, grad_scale, step));
     return ForEachFloatBlock(
         grad, [&](uint64_t first, absl::Span<const float> block) {
           UpdateJob job = BaseJob();
           job.grad = block.data();
           job.offset = offset + first;
           job.n = block.size();
-          Dispatch(config_.type, k, job);
+          Dispatch(optimizer_, c, step, job);
           return absl::OkStatus();
         });
   }
@@ -279,14 +278,14 @@ class CpuParamStore final : public ParamStore {
                          absl::Span<const float> grad, float grad_scale,
                          int64_t step) override {
     RETURN_IF_ERROR(CheckRows("ApplyRows", rows, dim, grad.size(), size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const CommonConstants c,
+                     MakeCommonConstants(optimizer_, grad_scale, step));
     UpdateJob job = BaseJob();
     job.grad = grad.data();
     job.rows = rows.data();
     job.num_rows = rows.size();
     job.dim = dim;
-    if (!rows.empty()) Dispatch(config_.type, k, job);
+    if (!rows.empty()) Dispatch(optimizer_, c, step, job);
     return absl::OkStatus();
   }
 
@@ -310,14 +309,14 @@ class CpuParamStore final : public ParamStore {
   }
 
   absl::Status ApplyAccumulated(float scale, int64_t step) override {
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, scale, step));
+    ASSIGN_OR_RETURN(const CommonConstants c,
+                     MakeCommonConstants(optimizer_, scale, step));
     RETURN_IF_ERROR(EnsureAccumulator("ApplyAccumulated"));
     UpdateJob job = BaseJob();
     job.acc = accumulator_.data();
     job.offset = 0;
     job.n = size_;
-    if (job.n > 0) Dispatch(config_.type, k, job);
+    if (job.n > 0) Dispatch(optimizer_, c, step, job);
     return absl::OkStatus();
   }
 
@@ -325,15 +324,15 @@ class CpuParamStore final : public ParamStore {
                                     uint32_t dim, float scale,
                                     int64_t step) override {
     RETURN_IF_ERROR(CheckRowIndices("ApplyAccumulatedRows", rows, dim, size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, scale, step));
+    ASSIGN_OR_RETURN(const CommonConstants c,
+                     MakeCommonConstants(optimizer_, scale, step));
     RETURN_IF_ERROR(EnsureAccumulator("ApplyAccumulatedRows"));
     UpdateJob job = BaseJob();
     job.acc = accumulator_.data();
     job.rows = rows.data();
     job.num_rows = rows.size();
     job.dim = dim;
-    if (!rows.empty()) Dispatch(config_.type, k, job);
+    if (!rows.empty()) Dispatch(optimizer_, c, step, job);
     return absl::OkStatus();
   }
 
@@ -341,7 +340,7 @@ class CpuParamStore final : public ParamStore {
                         absl::Span<float> out) override {
     RETURN_IF_ERROR(CheckSlot("ReadSlot", slot, num_slots_));
     RETURN_IF_ERROR(CheckRange("ReadSlot", offset, out.size(), size_));
-    CopyOut(slots_[slot].data() + offset, out);
+    CopyOut(slots_[slot]->data() + offset, out);
     return absl::OkStatus();
   }
 
@@ -349,7 +348,7 @@ class CpuParamStore final : public ParamStore {
                          absl::Span<const float> values) override {
     RETURN_IF_ERROR(CheckSlot("WriteSlot", slot, num_slots_));
     RETURN_IF_ERROR(CheckRange("WriteSlot", offset, values.size(), size_));
-    CopyIn(values, slots_[slot].data() + offset);
+    CopyIn(values, slots_[slot]->data() + offset);
     return absl::OkStatus();
   }
 
@@ -366,8 +365,9 @@ class CpuParamStore final : public ParamStore {
   UpdateJob BaseJob() {
     UpdateJob job;
     job.w = params_.data();
-    job.s0 = num_slots_ >= 1 ? slots_[0].data() : nullptr;
-    job.s1 = num_slots_ >= 2 ? slots_[1].data() : nullptr;
+    slot_data_.clear();
+    for (const auto& slot : slots_) slot_data_.push_back(slot->data());
+    job.slots = slot_data_.data();
     return job;
   }
 
@@ -386,8 +386,8 @@ class CpuParamStore final : public ParamStore {
     bool ok = params_.Resize(new_size, 0.0f, amortized);
     int grown_slots = 0;
     for (; ok && grown_slots < num_slots_; ++grown_slots) {
-      ok = slots_[grown_slots].Resize(
-          new_size, InitialSlotValue(config_, grown_slots), amortized);
+      ok = slots_[grown_slots]->Resize(
+          new_size, optimizer_.InitialSlot(grown_slots), amortized);
       if (!ok) break;
     }
     if (ok && accumulator_.allocated()) {
@@ -397,7 +397,7 @@ class CpuParamStore final : public ParamStore {
       // Shrinking never reallocates, so this cannot fail.
       params_.Resize(old_size, 0.0f, false);
       for (int s = 0; s < grown_slots; ++s)
-        slots_[s].Resize(old_size, 0, false);
+        slots_[s]->Resize(old_size, 0, false);
       return OutOfMemory(op, new_size);
     }
     if (!values.empty()) CopyIn(values, params_.data() + old_size);
@@ -411,20 +411,23 @@ class CpuParamStore final : public ParamStore {
     return absl::OkStatus();
   }
 
-  const OptimizerConfig config_;
+  const ResolvedOptimizer optimizer_;
   const int num_slots_;
   uint64_t size_ = 0;
   FloatArray params_{0};
-  FloatArray slots_[2] = {FloatArray(1), FloatArray(2)};
-  FloatArray accumulator_{3};  // unallocated until the first sync-path call
+  // One array per state slot; arrays are staggered by their index (see
+  // kStaggerBytes): params 0, slots 1..num_slots, the accumulator last.
+  std::vector<std::unique_ptr<FloatArray>> slots_;
+  std::vector<float*> slot_data_;  // the slots' data, refreshed per call
+  FloatArray accumulator_;  // unallocated until the first sync-path call
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ParamStore>> CpuUpdateBackend::CreateStore(
     const OptimizerConfig& optimizer, uint64_t size) {
-  RETURN_IF_ERROR(ValidateOptimizerConfig(optimizer));
-  auto store = std::make_unique<CpuParamStore>(optimizer);
+  ASSIGN_OR_RETURN(ResolvedOptimizer resolved, ResolveOptimizer(optimizer));
+  auto store = std::make_unique<CpuParamStore>(std::move(resolved));
   RETURN_IF_ERROR(store->Init(size));
   return std::unique_ptr<ParamStore>(std::move(store));
 }

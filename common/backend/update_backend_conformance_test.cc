@@ -41,70 +41,76 @@ constexpr double kTolerance = 1e-5;
 struct RefStore {
   OptimizerConfig config;
   std::vector<double> w;
-  std::vector<double> s0;
-  std::vector<double> s1;
+  std::vector<std::vector<double>> s;  // state slots, as the registry orders them
   std::vector<double> acc;
 
-  RefStore(const OptimizerConfig& c, uint64_t size) : config(c) {
+  RefStore(const OptimizerConfig& c, uint64_t size)
+      : config(c), s(SlotsOf(c.type)) {
     Grow(std::vector<float>(size, 0.0f));
   }
 
-  int slots() const {
-    switch (config.type) {
-      case OptimizerType::kSgd:
-        return 0;
-      case OptimizerType::kMomentum:
-      case OptimizerType::kAdagrad:
-        return 1;
-      case OptimizerType::kAdam:
-        return 2;
-    }
-    return 0;
+  static int SlotsOf(const std::string& type) {
+    if (type == "sgd") return 0;
+    if (type == "momentum" || type == "adagrad") return 1;
+    return 2;  // adam, adamw (m, v); ftrl (z, n)
+  }
+  int slots() const { return static_cast<int>(s.size()); }
+  double p(const char* name) const { return config.param(name); }
+
+  double InitialSlot(int slot) const {
+    if (config.type == "adagrad") return p("initial_accumulator");
+    if (config.type == "ftrl" && slot == 1) return p("initial_accumulator");
+    return 0.0;
   }
 
   void Grow(const std::vector<float>& values) {
     for (float v : values) {
       w.push_back(v);
-      s0.push_back(config.type == OptimizerType::kAdagrad
-                       ? static_cast<double>(config.initial_accumulator)
-                       : 0.0);
-      s1.push_back(0.0);
+      for (int j = 0; j < slots(); ++j) s[j].push_back(InitialSlot(j));
       acc.push_back(0.0);
     }
   }
 
-  // The documented rule, literally, in double precision.
+  // The documented rules (the optimizer units' header comments), literally,
+  // in double precision.
   void UpdateElement(uint64_t i, double g, int64_t t) {
     const OptimizerConfig& c = config;
     const double clip = c.clip_value;
     if (clip > 0) g = std::min(std::max(g, -clip), clip);
-    g += static_cast<double>(c.weight_decay) * w[i];
     const double lr = c.learning_rate;
-    switch (c.type) {
-      case OptimizerType::kSgd:
-        w[i] -= lr * g;
-        break;
-      case OptimizerType::kMomentum: {
-        const double mu = c.momentum;
-        s0[i] = mu * s0[i] + g;
-        w[i] -= lr * (c.nesterov ? g + mu * s0[i] : s0[i]);
-        break;
-      }
-      case OptimizerType::kAdagrad:
-        s0[i] += g * g;
-        w[i] -= lr * g / (std::sqrt(s0[i]) + static_cast<double>(c.epsilon));
-        break;
-      case OptimizerType::kAdam: {
-        const double b1 = c.beta1;
-        const double b2 = c.beta2;
-        s0[i] = b1 * s0[i] + (1 - b1) * g;
-        s1[i] = b2 * s1[i] + (1 - b2) * g * g;
-        const double m_hat = s0[i] / (1 - std::pow(b1, static_cast<double>(t)));
-        const double v_hat = s1[i] / (1 - std::pow(b2, static_cast<double>(t)));
-        w[i] -=
-            lr * m_hat / (std::sqrt(v_hat) + static_cast<double>(c.epsilon));
-        break;
-      }
+    if (c.type != "adamw") g += static_cast<double>(c.weight_decay) * w[i];
+    if (c.type == "sgd") {
+      w[i] -= lr * g;
+    } else if (c.type == "momentum") {
+      const double mu = p("momentum");
+      s[0][i] = mu * s[0][i] + g;
+      w[i] -= lr * (p("nesterov") != 0 ? g + mu * s[0][i] : s[0][i]);
+    } else if (c.type == "adagrad") {
+      s[0][i] += g * g;
+      w[i] -= lr * g / (std::sqrt(s[0][i]) + p("epsilon"));
+    } else if (c.type == "adam" || c.type == "adamw") {
+      if (c.type == "adamw") w[i] -= lr * c.weight_decay * w[i];
+      const double b1 = p("beta1");
+      const double b2 = p("beta2");
+      s[0][i] = b1 * s[0][i] + (1 - b1) * g;
+      s[1][i] = b2 * s[1][i] + (1 - b2) * g * g;
+      const double m_hat = s[0][i] / (1 - std::pow(b1, static_cast<double>(t)));
+      const double v_hat = s[1][i] / (1 - std::pow(b2, static_cast<double>(t)));
+      w[i] -= lr * m_hat / (std::sqrt(v_hat) + p("epsilon"));
+    } else if (c.type == "ftrl") {
+      // McMahan et al. 2013, algorithm 1 (alpha = lr).
+      double& z = s[0][i];
+      double& n = s[1][i];
+      const double sigma = (std::sqrt(n + g * g) - std::sqrt(n)) / lr;
+      z += g - sigma * w[i];
+      n += g * g;
+      const double l1 = p("l1");
+      w[i] = std::fabs(z) <= l1
+                 ? 0.0
+                 : -(z - (z > 0 ? l1 : -l1)) /
+                       ((p("beta") + std::sqrt(n)) / lr + p("l2"));
+    } else {
+      ADD_FAILURE() << "no reference for optimizer " << c.type;
     }
   }
 
@@ -180,10 +186,9 @@ void ExpectMatches(ParamStore* store, const RefStore& ref,
   std::vector<float> got(store->size());
   ASSERT_TRUE(store->Read(0, absl::MakeSpan(got)).ok()) << where;
   EXPECT_LE(RelativeError(got, ref.w), kTolerance) << where << ": params";
-  const std::vector<double>* slots[] = {&ref.s0, &ref.s1};
   for (int s = 0; s < store->num_slots(); ++s) {
     ASSERT_TRUE(store->ReadSlot(s, 0, absl::MakeSpan(got)).ok()) << where;
-    EXPECT_LE(RelativeError(got, *slots[s]), kTolerance)
+    EXPECT_LE(RelativeError(got, ref.s[s]), kTolerance)
         << where << ": slot " << s;
   }
 }
@@ -204,25 +209,31 @@ std::vector<OptimizerCase> AllOptimizerCases() {
     cases.push_back({name + "+wd+clip", c});
   };
   OptimizerConfig c;
-  c.type = OptimizerType::kSgd;
+  c.type = "sgd";
   add("sgd", c);
   c = OptimizerConfig();
-  c.type = OptimizerType::kMomentum;
-  c.momentum = 0.9f;
+  c.type = "momentum";
+  c.params = {{"momentum", 0.9f}};
   add("momentum", c);
-  c.nesterov = true;
+  c.params["nesterov"] = 1.0f;
   add("nesterov", c);
   c = OptimizerConfig();
-  c.type = OptimizerType::kAdagrad;
-  c.epsilon = 1e-10f;
-  c.initial_accumulator = 0.1f;
+  c.type = "adagrad";
+  c.params = {{"epsilon", 1e-10f}, {"initial_accumulator", 0.1f}};
   add("adagrad", c);
   c = OptimizerConfig();
-  c.type = OptimizerType::kAdam;
-  c.beta1 = 0.9f;
-  c.beta2 = 0.999f;
-  c.epsilon = 1e-8f;
+  c.type = "adam";
+  c.params = {{"beta1", 0.9f}, {"beta2", 0.999f}, {"epsilon", 1e-8f}};
   add("adam", c);
+  c.type = "adamw";
+  add("adamw", c);
+  c = OptimizerConfig();
+  c.type = "ftrl";
+  c.params = {{"beta", 1.0f}, {"l1", 0.01f}, {"l2", 0.1f},
+              {"initial_accumulator", 0.1f}};
+  add("ftrl", c);
+  c.params["l1"] = 0.5f;  // most coordinates pinned at exactly 0
+  add("ftrl-sparse", c);
   return cases;
 }
 
@@ -287,8 +298,7 @@ TEST_P(UpdateBackendConformanceTest, FreshStoreIsZeroWithInitialState) {
     std::vector<float> slot(37, -1.0f);
     if (store->num_slots() > 0) {
       ASSERT_TRUE(store->ReadSlot(0, 0, absl::MakeSpan(slot)).ok());
-      const float want =
-          oc.config.type == OptimizerType::kAdagrad ? 0.1f : 0.0f;
+      const float want = oc.config.type == "adagrad" ? 0.1f : 0.0f;
       for (float v : slot) ASSERT_EQ(v, want) << oc.name;
     }
   }
@@ -477,7 +487,7 @@ TEST_P(UpdateBackendConformanceTest, SparseSyncAggregationMatchesReference) {
 
 TEST_P(UpdateBackendConformanceTest, AccumulateRowsAddsRepeatedRows) {
   OptimizerConfig c;
-  c.type = OptimizerType::kSgd;
+  c.type = "sgd";
   c.learning_rate = 1.0f;
   std::unique_ptr<ParamStore> store = NewStore(c, 6);
   ASSERT_NE(store, nullptr);
@@ -540,7 +550,7 @@ TEST_P(UpdateBackendConformanceTest, AppendGrowsWithFreshState) {
 TEST_P(UpdateBackendConformanceTest, WriteReadAndSlotsRoundTrip) {
   std::mt19937 rng(3);
   OptimizerConfig c;
-  c.type = OptimizerType::kAdam;
+  c.type = "adam";
   std::unique_ptr<ParamStore> store = NewStore(c, 1000);
   ASSERT_NE(store, nullptr);
   ASSERT_EQ(store->num_slots(), 2);
@@ -572,8 +582,8 @@ TEST_P(UpdateBackendConformanceTest, WriteReadAndSlotsRoundTrip) {
   RefStore ref(c, 1000);
   ref.w.assign(w.begin(), w.end());
   for (size_t i = 983; i < 1000; ++i) ref.w[i] = patch[i - 983];
-  for (size_t i = 0; i < 333; ++i) ref.s0[501 + i] = m[i];
-  ref.s1.assign(v.begin(), v.end());
+  for (size_t i = 0; i < 333; ++i) ref.s[0][501 + i] = m[i];
+  ref.s[1].assign(v.begin(), v.end());
   const std::vector<float> g = Uniform(&rng, 1000);
   ASSERT_TRUE(store->ApplyDense(0, g, 1.0f, 8).ok());
   ref.ApplyDense(0, g, 1.0f, 8);
@@ -587,9 +597,9 @@ TEST_P(UpdateBackendConformanceTest, LargeTransfersCrossChunkBoundaries) {
   constexpr uint64_t kSize = (uint64_t{8} << 20) + 4097;
   std::mt19937 rng(21);
   OptimizerConfig c;
-  c.type = OptimizerType::kMomentum;
+  c.type = "momentum";
   c.learning_rate = 0.1f;
-  c.nesterov = true;
+  c.params["nesterov"] = 1.0f;
   std::unique_ptr<ParamStore> store = NewStore(c, kSize);
   ASSERT_NE(store, nullptr);
   RefStore ref(c, kSize);
@@ -604,7 +614,7 @@ TEST_P(UpdateBackendConformanceTest, LargeTransfersCrossChunkBoundaries) {
 
 TEST_P(UpdateBackendConformanceTest, RejectsBadArgumentsWithExactCodes) {
   OptimizerConfig c;
-  c.type = OptimizerType::kMomentum;
+  c.type = "momentum";
   std::unique_ptr<ParamStore> store = NewStore(c, 100);
   ASSERT_NE(store, nullptr);
   std::vector<float> buf(10, 1.0f);
@@ -680,17 +690,24 @@ TEST_P(UpdateBackendConformanceTest, RejectsBadOptimizerConfigs) {
   c.learning_rate = NAN;
   expect_invalid(c, "learning_rate");
   c = OptimizerConfig();
-  c.type = OptimizerType::kMomentum;
-  c.momentum = 1.0f;
+  c.type = "momentum";
+  c.params["momentum"] = 1.0f;
   expect_invalid(c, "momentum");
   c = OptimizerConfig();
-  c.type = OptimizerType::kAdam;
-  c.beta2 = 1.5f;
+  c.type = "adam";
+  c.params["beta2"] = 1.5f;
   expect_invalid(c, "beta2");
   c = OptimizerConfig();
-  c.type = OptimizerType::kAdagrad;
-  c.epsilon = 0.0f;
+  c.type = "adagrad";
+  c.params["epsilon"] = 0.0f;
   expect_invalid(c, "epsilon");
+  c = OptimizerConfig();
+  c.type = "ftrl";
+  c.params["l1"] = -1.0f;
+  expect_invalid(c, "l1");
+  c = OptimizerConfig();
+  c.type = "adamax";
+  expect_invalid(c, "unknown optimizer 'adamax'");
   c = OptimizerConfig();
   c.clip_value = -1.0f;
   expect_invalid(c, "clip_value");

@@ -1,6 +1,7 @@
-// Pieces of the update rule shared by every UpdateBackend implementation:
-// optimizer-config validation, the per-call constants of the rule, and the
-// argument checks every ParamStore method performs before touching memory.
+// Pieces shared by every UpdateBackend implementation: the constants every
+// optimizer sees in one update call, and the argument checks every
+// ParamStore method performs before touching memory. What each optimizer
+// computes is its unit's (common/optimizers/).
 //
 // Thread safety: all functions are pure (no shared state).
 #ifndef PS_COMMON_BACKEND_UPDATE_RULE_H_
@@ -11,30 +12,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/backend/update_math.h"
-#include "common/config.h"
+#include "common/optimizers/optimizer_registry.h"
+#include "common/optimizers/optimizer_unit.h"
 
 namespace ps {
 
-// Number of per-element state slots of `type`: SGD 0, momentum 1 (v),
-// Adagrad 1 (h), Adam 2 (m, v).
-int NumOptimizerSlots(OptimizerType type);
-
-// Value a fresh state slot starts at (Adagrad's h: initial_accumulator; all
-// others 0).
-float InitialSlotValue(const OptimizerConfig& config, int slot);
-
-// INVALID_ARGUMENT (naming the field and the allowed range) unless every
-// field `config.type` uses is finite and in range: learning_rate >= 0,
-// weight_decay >= 0, clip_value >= 0 (0 = off), momentum in [0, 1),
-// beta1/beta2 in [0, 1), epsilon > 0 (Adagrad, Adam), initial_accumulator
-// >= 0 (Adagrad).
-absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
-
-// The constants of one update call (see update_math.h) for `step`.
-// INVALID_ARGUMENT when step < 1. REQUIRES: ValidateOptimizerConfig(config).
-absl::StatusOr<UpdateConstants> MakeUpdateConstants(
-    const OptimizerConfig& config, float grad_scale, int64_t step);
+// The common constants of one update call with gradient scale `grad_scale`
+// at `step` (the shard-table's count of applied updates, >= 1: bias
+// corrections). INVALID_ARGUMENT when step < 1.
+absl::StatusOr<CommonConstants> MakeCommonConstants(
+    const ResolvedOptimizer& optimizer, float grad_scale, int64_t step);
 
 // OUT_OF_RANGE ("<op>: elements [offset, offset + n) exceed the store's size
 // <size>") when the range does not fit in [0, size). Overflow-safe.

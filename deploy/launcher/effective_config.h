@@ -23,8 +23,8 @@ struct ConfigOverrides {
   // sequences ("tables.0.optimizer.learning_rate=0.1"); the value is parsed
   // as YAML ("[128, 64]" is a list).
   std::vector<std::string> sets;
-  // Non-empty: server.checkpoint_dir (ps_launch sets a temporary one when a
-  // server kill is injected and the config has none).
+  // Non-empty: server.checkpoint_dir (ps_launch sets a temporary one when
+  // restarts are on and the config has none; launcher.h).
   std::string checkpoint_dir;
   int checkpoint_interval_s = 0;  // > 0: server.checkpoint_interval_s
 };

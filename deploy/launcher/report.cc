@@ -1,55 +1,11 @@
 #include "deploy/launcher/report.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 
 namespace ps::launcher {
-namespace {
-
-constexpr const char* kKinds[] = {"START", "PROGRESS", "EVAL", "FINAL",
-                                  "DONE"};
-
-}  // namespace
-
-std::optional<double> ProtocolLine::Number(const std::string& key) const {
-  auto it = fields.find(key);
-  double v = 0;
-  if (it == fields.end() || !absl::SimpleAtod(it->second, &v)) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-std::optional<ProtocolLine> ParseProtocolLine(const std::string& line) {
-  std::vector<std::string> tokens =
-      absl::StrSplit(line, ' ', absl::SkipEmpty());
-  if (tokens.empty()) return std::nullopt;
-  if (std::find(std::begin(kKinds), std::end(kKinds), tokens[0]) ==
-      std::end(kKinds)) {
-    return std::nullopt;
-  }
-  ProtocolLine out;
-  out.kind = tokens[0];
-  std::string* last = nullptr;
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    const size_t eq = tokens[i].find('=');
-    if (eq == std::string::npos || eq == 0) {
-      if (last == nullptr) return std::nullopt;
-      absl::StrAppend(last, " ", tokens[i]);
-      continue;
-    }
-    last = &out.fields[tokens[i].substr(0, eq)];
-    *last = tokens[i].substr(eq + 1);
-  }
-  return out;
-}
 
 RunReport::RunReport(int num_workers) : workers_(std::max(num_workers, 1)) {}
 
@@ -58,6 +14,8 @@ void RunReport::Add(int worker, const ProtocolLine& line) {
   WorkerState& w = workers_[worker];
   if (line.kind == "START") {
     if (worker == 0) {
+      auto model = line.fields.find("model");
+      model_ = model != line.fields.end() ? model->second : "";
       epochs_ = static_cast<int>(line.Number("epochs").value_or(0));
       total_steps_ = static_cast<int64_t>(
           line.Number("steps_per_epoch").value_or(0) * epochs_);
@@ -65,34 +23,49 @@ void RunReport::Add(int worker, const ProtocolLine& line) {
   } else if (line.kind == "PROGRESS") {
     w.step = static_cast<int64_t>(line.Number("step").value_or(w.step));
     w.samples_per_s = line.Number("samples_per_s").value_or(w.samples_per_s);
+    CurvePoint p;
+    p.time_s = line.Number("time_s").value_or(0) + w.time_offset_s;
+    p.step = w.step;
+    p.epoch = static_cast<int>(line.Number("epoch").value_or(0));
+    p.loss = line.Number("loss");
+    w.loss.push_back(p);
     if (worker == 0) {
       epoch_ = static_cast<int>(line.Number("epoch").value_or(epoch_));
-      last_loss_ = line.Number("loss");
-      CurvePoint p;
-      p.time_s = line.Number("time_s").value_or(0);
-      p.step = w.step;
+      last_loss_ = p.loss;
       p.epoch = epoch_;
-      p.loss = last_loss_;
       curve_.push_back(p);
     }
   } else if (line.kind == "EVAL") {
     if (worker == 0) {
       last_accuracy_ = line.Number("test_accuracy");
       CurvePoint p;
-      p.time_s = line.Number("time_s").value_or(0);
+      p.time_s = line.Number("time_s").value_or(0) + w.time_offset_s;
       p.step = static_cast<int64_t>(line.Number("step").value_or(0));
       p.epoch = static_cast<int>(line.Number("epoch").value_or(epoch_));
       p.test_accuracy = last_accuracy_;
       curve_.push_back(p);
     }
   } else if (line.kind == "FINAL") {
-    final_accuracy_ = line.Number("test_accuracy");
+    w.final_accuracy = line.Number("test_accuracy");
   } else if (line.kind == "DONE") {
     w.done = true;
     w.done_samples = line.Number("samples").value_or(0);
     w.done_wall_s = line.Number("wall_s").value_or(0);
     w.step = static_cast<int64_t>(line.Number("steps").value_or(w.step));
   }
+}
+
+void RunReport::Restarted(int worker, double offset_s) {
+  if (worker < 0 || worker >= static_cast<int>(workers_.size())) return;
+  workers_[worker].time_offset_s = offset_s;
+  workers_[worker].done = false;
+}
+
+std::optional<double> RunReport::final_accuracy() const {
+  for (const WorkerState& w : workers_) {
+    if (w.final_accuracy.has_value()) return w.final_accuracy;
+  }
+  return std::nullopt;
 }
 
 bool RunReport::all_done() const {
@@ -152,43 +125,67 @@ std::string RunReport::Csv() const {
   return out;
 }
 
+std::string RunReport::WorkerLossCsv() const {
+  std::string out = "worker,time_s,step,epoch,loss\n";
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    for (const CurvePoint& p : workers_[i].loss) {
+      if (!p.loss) continue;
+      absl::StrAppend(&out, absl::StrFormat("%d,%.3f,%d,%d,%.6f\n", i,
+                                            p.time_s, p.step, p.epoch,
+                                            *p.loss));
+    }
+  }
+  return out;
+}
+
 std::string RunReport::GnuplotScript(const std::string& png_path,
                                      const std::string& title) const {
-  std::string loss = "$loss << EOD\n", acc = "$acc << EOD\n";
+  // Worker 0's loss is $loss, worker i's $loss_w<i>; only workers with data
+  // are plotted (gnuplot rejects an empty block). More than kTitled workers
+  // share one legend entry.
+  constexpr size_t kTitled = 8;
+  std::string data, plots;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const std::string name = i == 0 ? "$loss" : absl::StrCat("$loss_w", i);
+    std::string block = absl::StrCat(name, " << EOD\n");
+    bool any = false;
+    for (const CurvePoint& p : workers_[i].loss) {
+      if (!p.loss) continue;
+      absl::StrAppend(&block, absl::StrFormat("%.3f %.6f\n", p.time_s, *p.loss));
+      any = true;
+    }
+    absl::StrAppend(&data, block, "EOD\n");
+    if (!any) continue;
+    std::string key = absl::StrCat("title \"training loss, worker ", i, "\"");
+    if (workers_.size() > kTitled && i > 0) {
+      key = i == 1 ? absl::StrCat("title \"training loss, workers 1-",
+                                  workers_.size() - 1, "\"")
+                   : "notitle";
+    }
+    absl::StrAppend(&plots, name, " using 1:2 with lines lw ", i == 0 ? 2 : 1,
+                    " ", key, ", \\\n     ");
+  }
+  std::string acc = "$acc << EOD\n";
   for (const CurvePoint& p : curve_) {
-    if (p.loss) absl::StrAppend(&loss, absl::StrFormat("%.3f %.6f\n", p.time_s, *p.loss));
     if (p.test_accuracy) {
       absl::StrAppend(&acc, absl::StrFormat("%.3f %.4f\n", p.time_s,
                                             *p.test_accuracy));
     }
   }
-  absl::StrAppend(&loss, "EOD\n");
   absl::StrAppend(&acc, "EOD\n");
   std::string safe_title = title;
   std::replace(safe_title.begin(), safe_title.end(), '"', '\'');
   std::string safe_png = png_path;
   std::replace(safe_png.begin(), safe_png.end(), '"', '_');
   return absl::StrCat(
-      loss, acc, "set terminal pngcairo size 1000,560\n", "set output \"",
+      data, acc, "set terminal pngcairo size 1000,560\n", "set output \"",
       safe_png, "\"\n", "set title \"", safe_title, "\"\n",
-      "set xlabel \"training time (s, worker 0)\"\n",
+      "set xlabel \"training time (s, each worker's own clock)\"\n",
       "set ylabel \"training loss\"\n", "set y2label \"test accuracy\"\n",
       "set ytics nomirror\nset y2tics\nset grid\nset key bottom left\n",
-      "plot $loss using 1:2 with lines lw 2 title \"training loss\", \\\n",
-      "     $acc using 1:2 axes x1y2 with linespoints lw 2 pt 7 ps 0.6 "
-      "title \"test accuracy\"\n");
-}
-
-absl::Status WriteTextFile(const std::string& path,
-                           const std::string& contents) {
-  std::ofstream out(path, std::ios::trunc);
-  out << contents;
-  out.close();
-  if (!out) {
-    return absl::InternalError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+      "plot ", plots,
+      "$acc using 1:2 axes x1y2 with linespoints lw 2 pt 7 ps 0.6 "
+      "title \"test accuracy, worker 0\"\n");
 }
 
 }  // namespace ps::launcher

@@ -62,5 +62,47 @@ TEST(RunReportTest, TracksProgressCurveAndResult) {
   EXPECT_NE(gp.find("set output \"out/x.png\""), std::string::npos);
 }
 
+TEST(RunReportTest, EveryWorkersLossAcrossRestarts) {
+  RunReport report(3);
+  report.Add(1, Parse("START worker=1 model=mlp(4-2) epochs=1"));
+  report.Add(0, Parse("START worker=0 model=cnn (big) epochs=2"));
+  EXPECT_EQ(report.model(), "cnn (big)");
+  EXPECT_EQ(report.epochs(), 2);
+  report.Add(0, Parse("PROGRESS worker=0 epoch=1 step=1 loss=0.5 time_s=1"));
+  report.Add(1, Parse("PROGRESS worker=1 epoch=1 step=1 loss=0.75 time_s=2"));
+  // Worker 1 crashes and is started again 10 s after its first start: its
+  // curve goes on from there.
+  report.Restarted(1, 10.0);
+  report.Add(1, Parse("PROGRESS worker=1 epoch=1 step=1 loss=0.25 "
+                      "time_s=0.5"));
+  EXPECT_EQ(report.WorkerLossCsv(),
+            "worker,time_s,step,epoch,loss\n"
+            "0,1.000,1,1,0.500000\n"
+            "1,2.000,1,1,0.750000\n"
+            "1,10.500,1,1,0.250000\n");
+  // Worker 0's curve and CSV are as before.
+  EXPECT_EQ(report.Csv(),
+            "time_s,step,epoch,loss,test_accuracy\n1.000,1,1,0.500000,\n");
+  const std::string gp = report.GnuplotScript("x.png", "t");
+  EXPECT_NE(gp.find("$loss_w1 << EOD\n2.000 0.750000\n10.500 0.250000\nEOD\n"),
+            std::string::npos)
+      << gp;
+  // Worker 2 printed no PROGRESS: its empty block is not plotted.
+  EXPECT_NE(gp.find("$loss_w2 << EOD\nEOD\n"), std::string::npos) << gp;
+  EXPECT_EQ(gp.find("$loss_w2 using"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("plot $loss using 1:2 with lines lw 2 title \"training "
+                    "loss, worker 0\", \\\n     $loss_w1 using 1:2 with lines "
+                    "lw 1 title \"training loss, worker 1\", \\\n     $acc "),
+            std::string::npos)
+      << gp;
+  // FINAL: worker 0's when it printed one, else the lowest index's.
+  EXPECT_FALSE(report.final_accuracy().has_value());
+  report.Add(2, Parse("FINAL worker=2 test_accuracy=0.5"));
+  report.Add(1, Parse("FINAL worker=1 test_accuracy=0.25"));
+  EXPECT_EQ(report.final_accuracy(), 0.25);
+  report.Add(0, Parse("FINAL worker=0 test_accuracy=0.75"));
+  EXPECT_EQ(report.final_accuracy(), 0.75);
+}
+
 }  // namespace
 }  // namespace ps::launcher

@@ -42,6 +42,7 @@
 #include "common/backend/update_backend.h"
 #include "common/command_line.h"
 #include "common/config.h"
+#include "common/optimizers/optimizer_registry.h"
 
 #ifdef PS_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -140,33 +141,19 @@ std::string SizeName(uint64_t n) {
 absl::StatusOr<OptimizerConfig> ParseOptimizer(absl::string_view name) {
   OptimizerConfig c;
   c.learning_rate = 1e-3f;
-  if (name == "sgd") {
-    c.type = OptimizerType::kSgd;
-  } else if (name == "momentum") {
-    c.type = OptimizerType::kMomentum;
-  } else if (name == "adagrad") {
-    c.type = OptimizerType::kAdagrad;
-    c.epsilon = 1e-10f;
-  } else if (name == "adam") {
-    c.type = OptimizerType::kAdam;
-  } else {
+  if (FindOptimizer(name) == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--optimizers: unknown optimizer '", name, "'"));
+        absl::StrCat("--optimizers: unknown optimizer '", name,
+                     "'; allowed: ", absl::StrJoin(OptimizerNames(), ", ")));
   }
+  c.type = std::string(name);
   return c;
 }
 
-double BytesPerElement(OptimizerType type) {
-  switch (type) {
-    case OptimizerType::kSgd:
-      return 12;
-    case OptimizerType::kMomentum:
-    case OptimizerType::kAdagrad:
-      return 20;
-    case OptimizerType::kAdam:
-      return 28;
-  }
-  return 0;
+// Bytes one update moves per element: w and every state slot read and
+// written, the gradient read.
+double BytesPerElement(const OptimizerConfig& config) {
+  return sizeof(float) * (3.0 + 2.0 * NumOptimizerSlots(config));
 }
 
 // U(-1, 1) values; the same vector serves as initial parameters and as the
@@ -221,7 +208,7 @@ absl::Status RunCpu(const Job& job, std::vector<Row>* rows) {
       row.size = n;
       row.path = "host";
       row.seconds = Median(update_times);
-      row.bytes = BytesPerElement(config.type) * n;
+      row.bytes = BytesPerElement(config) * n;
       row.ceiling = "memcpy";
       row.ceiling_gbps = 2.0 * n * sizeof(float) / Median(copy_times) / 1e9;
       row.target_ratio = 0.5;
@@ -312,10 +299,10 @@ absl::Status RunCuda(const Job& job, std::vector<Row>* rows) {
       device.size = n;
       device.path = "device";
       device.seconds = Median(kernel_times);
-      device.bytes = BytesPerElement(config.type) * n;
+      device.bytes = BytesPerElement(config) * n;
       device.ceiling = "D2D copy";
       device.ceiling_gbps = d2d_gbps;
-      if (config.type == OptimizerType::kAdam && n >= (uint64_t{16} << 20)) {
+      if (config.type == "adam" && n >= (uint64_t{16} << 20)) {
         device.target_ratio = 0.8;
       }
       rows->push_back(device);

@@ -54,6 +54,7 @@
 #include "common/config.h"
 #include "common/partition.h"
 #include "proto/data_request_view.h"
+#include "proto/ops.h"
 #include "proto/ps.pb.h"
 #include "server/executor.h"
 #include "server/initializer.h"
@@ -96,7 +97,7 @@ ClusterConfig MakeConfig() {
   config.num_workers = kNumWorkers;
   config.server.threads = 1;
   auto add = [&](const char* name, TableKind kind, uint64_t size,
-                 uint32_t dim, Consistency consistency, OptimizerType opt) {
+                 uint32_t dim, Consistency consistency, const char* opt) {
     TableConfig t;
     t.name = name;
     t.table_id = static_cast<uint32_t>(config.tables.size());
@@ -106,7 +107,7 @@ ClusterConfig MakeConfig() {
     t.consistency = consistency;
     t.staleness = consistency == Consistency::kSsp ? 1 : 0;
     t.optimizer.type = opt;
-    t.optimizer.learning_rate = opt == OptimizerType::kSgd ? 1.0f : 0.1f;
+    t.optimizer.learning_rate = std::string(opt) == "sgd" ? 1.0f : 0.1f;
     t.initializer.type = InitializerType::kUniform;
     t.initializer.low = -1.0f;
     t.initializer.high = 1.0f;
@@ -114,17 +115,17 @@ ClusterConfig MakeConfig() {
     config.tables.push_back(t);
   };
   add("dense_async", TableKind::kDense, 37, 0, Consistency::kAsync,
-      OptimizerType::kSgd);
+      "sgd");
   add("sparse_async", TableKind::kSparse, 0, 3, Consistency::kAsync,
-      OptimizerType::kSgd);
+      "sgd");
   add("dense_sync", TableKind::kDense, 16, 0, Consistency::kSync,
-      OptimizerType::kMomentum);
+      "momentum");
   add("sparse_sync", TableKind::kSparse, 0, 2, Consistency::kSync,
-      OptimizerType::kAdam);
+      "adam");
   add("dense_ssp", TableKind::kDense, 9, 0, Consistency::kSsp,
-      OptimizerType::kAdagrad);
+      "adagrad");
   add("sparse_ssp", TableKind::kSparse, 0, 4, Consistency::kSsp,
-      OptimizerType::kSgd);
+      "sgd");
   return config;
 }
 
@@ -162,8 +163,6 @@ bool Verbose() {
   return verbose;
 }
 
-bool IsPush(proto::Op op) { return op == proto::PUSH || op == proto::PUSH_PULL; }
-bool IsPull(proto::Op op) { return op == proto::PULL || op == proto::PUSH_PULL; }
 
 bool SameFloat(float a, float b) {
   if (std::isnan(a) && std::isnan(b)) return true;
@@ -269,7 +268,8 @@ class Harness {
                      v.offset == parsed.offset() &&
                      v.length == parsed.length() &&
                      v.client_id == parsed.client_id() &&
-                     v.first_chunk == parsed.first_chunk(),
+                     v.first_chunk == parsed.first_chunk() &&
+                     v.value_type == static_cast<int32_t>(parsed.value_type()),
                  "decoder read other scalar fields than protobuf");
       for (int f = 0; f < 2; ++f) {
         const WireRange& range = f == 0 ? keys : values;

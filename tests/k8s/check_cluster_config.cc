@@ -4,7 +4,11 @@
 // stdout:
 //   {"servers": [...], "num_workers": N, "checkpoint_dir": "...",
 //    "metrics_port": N, "server_device": "cpu", "training_device": "auto",
-//    "tls_enabled": false, "num_tables": N}
+//    "tls_enabled": false, "auth_token_set": false, "num_tables": N,
+//    "shard_resident_bytes": N, "shard_checkpoint_bytes": N,
+//    "sparse_tables": ["..."]}
+// where the two byte counts are those of the largest shard's dense tables
+// (deploy/ctl/capacity.h: the formula and what it leaves out).
 // tests/k8s/validate_k8s.py compares them with the rendered manifests.
 //
 // Usage: check_cluster_config FILE
@@ -16,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "deploy/ctl/capacity.h"
 
 namespace {
 
@@ -53,10 +58,16 @@ std::string JsonString(const std::string& s) {
   return out;
 }
 
-std::string SummaryJson(const ps::ClusterConfig& config) {
+std::string SummaryJson(const ps::ClusterConfig& config,
+                        const ps::ctl::ClusterFootprint& footprint) {
   std::string servers;
   for (const std::string& server : config.servers) {
     absl::StrAppend(&servers, servers.empty() ? "" : ", ", JsonString(server));
+  }
+  std::string sparse;
+  for (const ps::ctl::SparseRowCost& table : footprint.sparse_tables) {
+    absl::StrAppend(&sparse, sparse.empty() ? "" : ", ",
+                    JsonString(table.table));
   }
   return absl::StrCat(
       "{\"servers\": [", servers, "], \"num_workers\": ", config.num_workers,
@@ -67,7 +78,11 @@ std::string SummaryJson(const ps::ClusterConfig& config) {
       ", \"training_device\": ",
       JsonString(ps::DeviceKindName(config.training.device)),
       ", \"tls_enabled\": ", config.tls.enabled ? "true" : "false",
-      ", \"num_tables\": ", config.tables.size(), "}");
+      ", \"auth_token_set\": ", config.auth_token.empty() ? "false" : "true",
+      ", \"num_tables\": ", config.tables.size(),
+      ", \"shard_resident_bytes\": ", footprint.Largest().resident_bytes,
+      ", \"shard_checkpoint_bytes\": ", footprint.Largest().checkpoint_bytes,
+      ", \"sparse_tables\": [", sparse, "]}");
 }
 
 }  // namespace
@@ -82,6 +97,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return 1;
   }
-  std::printf("%s\n", SummaryJson(*config).c_str());
+  absl::StatusOr<ps::ctl::ClusterFootprint> footprint =
+      ps::ctl::EstimateFootprint(*config);
+  if (!footprint.ok()) {
+    std::fprintf(stderr, "%s\n", footprint.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%s\n", SummaryJson(*config, *footprint).c_str());
   return 0;
 }

@@ -5,24 +5,25 @@
 2. Every deliberately broken variant in tests/k8s/testdata/<name>/ fails
    exactly the checks its EXPECT_FAIL file lists, and passes all the others
    (so each check is shown to catch its fault, and no other check fires).
-3. The overlays' cluster.yaml files equal deploy/k8s/base/cluster.yaml except
-   for server.device and training.device (scaling edits all copies).
+3. Every overlay is exactly what `ps_ctl render-k8s` renders from the cluster
+   description with the command recorded in its kustomization.yaml header
+   (run with --check), so the description is the one source.
 
 Prints one line per assertion and "N passed, N failed"; writes JUnit XML to
 $XML_OUTPUT_FILE when Bazel sets it. Exit status 1 on any failure.
 
-Usage: k8s_manifests_test.py --config-checker BIN [--node-modules DIR]
+Usage: k8s_manifests_test.py --config-checker BIN --ps-ctl BIN
+                             [--node-modules DIR]
 """
 
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 from xml.sax.saxutils import escape, quoteattr
-
-import yaml
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -30,9 +31,28 @@ sys.path.insert(0, HERE)
 import validate_k8s  # noqa: E402
 
 
+def recorded_render_command(path):
+    """The `ps_ctl render-k8s ...` argv in a generated kustomization's header:
+    a comment line "#   ps_ctl render-k8s \\" continued by "#     --flag \\"
+    lines up to one without the trailing backslash."""
+    words = None
+    with open(path) as f:
+        for line in f:
+            text = line.lstrip("#").strip()
+            if words is None and not text.startswith("ps_ctl render-k8s"):
+                continue
+            words = (words or []) + shlex.split(text.rstrip("\\"))
+            if not text.endswith("\\"):
+                break
+    if not words:
+        return None, "%s has no recorded `ps_ctl render-k8s` command" % path
+    return words, ""
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--config-checker", required=True)
+    parser.add_argument("--ps-ctl", required=True)
     parser.add_argument("--node-modules", default=os.path.join(HERE, "node_modules"))
     args = parser.parse_args()
 
@@ -82,21 +102,18 @@ def main():
             "unknown checks in EXPECT_FAIL: %s" % unknown if unknown else
             "failed instead: %s" % (", ".join(failed) or "nothing")))
 
-    # The overlays' config copies differ from the base only in the devices.
-    def without_devices(path):
-        with open(path) as f:
-            config = yaml.safe_load(f)
-        for section in ("server", "training"):
-            (config.get(section) or {}).pop("device", None)
-        return config
-    base = without_devices(os.path.join(REPO, "deploy", "k8s", "base", "cluster.yaml"))
+    # Each overlay is what its recorded render-k8s command renders now.
     for directory in overlays:
-        path = os.path.join(directory, "cluster.yaml")
-        if os.path.exists(path):
-            same = without_devices(path) == base
-            cases.append(("overlay %s cluster.yaml matches base/cluster.yaml but for devices" %
-                          os.path.basename(directory), same,
-                          "edit deploy/k8s/base/cluster.yaml and every overlay's copy together"))
+        name = os.path.basename(directory)
+        argv, why = recorded_render_command(os.path.join(directory, "kustomization.yaml"))
+        if argv is None:
+            cases.append(("overlay %s is rendered by ps_ctl render-k8s" % name, False, why))
+            continue
+        proc = subprocess.run([args.ps_ctl] + argv[1:] + ["--check"], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+        cases.append(("overlay %s is what `%s` renders" % (name, " ".join(argv)),
+                      proc.returncode == 0, proc.stdout.strip()))
 
     passed = sum(1 for _, ok, _ in cases if ok)
     for name, ok, message in cases:

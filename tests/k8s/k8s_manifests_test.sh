@@ -3,8 +3,9 @@
 # "Validating the manifests" section of deploy/k8s/README.md.
 #
 # Under Bazel: bazel test //tests/k8s:k8s_manifests_test
-# By hand:     tests/k8s/k8s_manifests_test.sh [CHECK_CLUSTER_CONFIG]
-#              (builds //tests/k8s:check_cluster_config when not given)
+# By hand:     tests/k8s/k8s_manifests_test.sh [CHECK_CLUSTER_CONFIG PS_CTL]
+#              (builds //tests/k8s:check_cluster_config and
+#              //deploy/ctl:ps_ctl when not given)
 #
 # Works on the source tree (deploy/k8s, tests/k8s/testdata), found through
 # this script's real path, and on tests/k8s/node_modules, which setup.sh
@@ -25,14 +26,17 @@ if [[ ! -d $repo/deploy/k8s/overlays ]]; then
 fi
 
 checker=${1:-}
-if [[ -z $checker ]]; then
-  (cd "$repo" && bazel build //tests/k8s:check_cluster_config >&2)
+ps_ctl=${2:-}
+if [[ -z $checker || -z $ps_ctl ]]; then
+  (cd "$repo" && bazel build //tests/k8s:check_cluster_config //deploy/ctl:ps_ctl >&2)
   checker=$repo/bazel-bin/tests/k8s/check_cluster_config
+  ps_ctl=$repo/bazel-bin/deploy/ctl/ps_ctl
 fi
 checker=$(readlink -f "$checker")
+ps_ctl=$(readlink -f "$ps_ctl")
 
 export HOME=${HOME:-${TEST_TMPDIR:-/tmp}}
 bash "$here/setup.sh"
 
 exec /usr/bin/python3 "$here/k8s_manifests_test.py" --config-checker "$checker" \
-  --node-modules "$here/node_modules"
+  --ps-ctl "$ps_ctl" --node-modules "$here/node_modules"

@@ -16,8 +16,10 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
                     quantities).
   config-parse      the cluster YAML in the ConfigMap the servers mount is
                     valid per our own parser (check_cluster_config).
-  config-mount      servers and workers mount that ConfigMap and pass the same
-                    --config path, which names a key of it.
+  config-mount      servers and workers read the same key of that ConfigMap
+                    through --config: mounted directly, or via an emptyDir
+                    file that a `ps_ctl inject-token` init container writes
+                    from it.
   server-addresses  cluster.servers are exactly the StatefulSet's pod DNS
                     names <sts>-<i>.<svc>.<ns>.svc.cluster.local:<grpc port>,
                     i < replicas, behind a headless Service that publishes
@@ -39,6 +41,30 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
   gpu-resources     a cuda device in the config comes with an nvidia.com/gpu
                     limit on that container, a cpu device without one.
   images            every image has an explicit tag or digest, not "latest".
+  grace-period      the servers' terminationGracePeriodSeconds covers the
+                    final checkpoint: 5 s RPC drain + 10 s + twice the largest
+                    shard's checkpoint bytes at 50 MiB/s.
+  scrape-annotation the server pods' prometheus.io/scrape is "true" and
+                    prometheus.io/port is server.metrics_port (path /metrics).
+  memory-limit      the server container's memory limit holds the largest
+                    shard's dense tables (elements x 4 B x (1 + optimizer
+                    slots + 1 if sync), deploy/ctl/capacity.h) plus 256 MiB
+                    for the process; not checked for device cuda.
+  image-versions    every container (servers, workers, hook, admin, init
+                    containers) runs the same image.
+  auth-token        servers, workers and the admin pod get their config with
+                    a bearer token from one (non-optional) Secret through
+                    `ps_ctl inject-token`; the ConfigMap has no auth_token.
+  network-policy    NetworkPolicies select the server pods and admit to
+                    their gRPC port only pods of component worker or admin,
+                    and do admit the workers and the admin pod.
+  job-limits        the worker Job sets backoffLimitPerIndex (with
+                    restartPolicy Never), activeDeadlineSeconds and
+                    ttlSecondsAfterFinished.
+  completion-hook   the completion-hook Job targets the worker Job and the
+                    StatefulSet by name, outlasts the workers' deadline and
+                    its service account may get the Job and patch the
+                    StatefulSet's scale.
 
 Exit status: 0 when every check of every directory passed, 1 otherwise, 2 on
 bad usage or a missing tool. With --json FILE the results are also written as
@@ -50,6 +76,7 @@ tests/k8s/package.json installed by tests/k8s/setup.sh.
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -77,6 +104,14 @@ CHECKS = [
     "labels",
     "gpu-resources",
     "images",
+    "grace-period",
+    "scrape-annotation",
+    "memory-limit",
+    "image-versions",
+    "auth-token",
+    "network-policy",
+    "job-limits",
+    "completion-hook",
 ]
 
 REQUIRED_LABELS = [
@@ -88,6 +123,25 @@ REQUIRED_LABELS = [
 ]
 
 GPU_RESOURCE = "nvidia.com/gpu"
+
+# Kinds with a pod template (spec.template).
+WORKLOAD_KINDS = ("StatefulSet", "Job", "Deployment")
+
+MIB = 1 << 20
+# memory-limit: what a server process takes besides its tables. An idle
+# ps_server with the CUDA backend linked measured 170 MiB RSS (one small
+# table, metrics on); rounded up for gRPC buffers and in-flight chunks.
+PROCESS_BASELINE_BYTES = 256 * MIB
+# grace-period: on SIGTERM ps_server lets in-flight RPCs finish for up to 5 s
+# (shutdown_grace, server/server.h), then writes its shard's checkpoint. The
+# estimate assumes a slow network volume (50 MiB/s sustained), doubles the
+# write time and adds 10 s for fsync, rename and exit.
+SHUTDOWN_DRAIN_S = 5
+CHECKPOINT_WRITE_BYTES_PER_S = 50 * MIB
+GRACE_FIXED_S = 10
+
+# Pod components the NetworkPolicy may admit to the servers' gRPC port.
+GRPC_CLIENT_COMPONENTS = ("worker", "admin")
 
 
 class CheckError(Exception):
@@ -154,41 +208,109 @@ def named_port(container, name):
     return None
 
 
-def config_source(docs, workload):
-    """(ConfigMap, key, path) of the --config file that `workload` reads."""
-    container = first_container(workload)
+def workload_by_component(docs, kind, component):
+    """The one `kind` whose pod template is labelled `component`."""
+    found = [d for d in docs if d.get("kind") == kind and
+             pod_labels(d).get("app.kubernetes.io/component") == component]
+    if len(found) != 1:
+        raise CheckError("expected exactly one %s of component %s, found %d" %
+                         (kind, component, len(found)))
+    return found[0]
+
+
+def worker_job(docs):
+    return workload_by_component(docs, "Job", "worker")
+
+
+def mounted_volume(pod, container, path):
+    """(volume, path inside the volume) of the mount holding `path`."""
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    best = None
+    for mount in container.get("volumeMounts") or []:
+        mount_path = mount.get("mountPath", "").rstrip("/")
+        if path.startswith(mount_path + "/") and (
+                best is None or len(mount_path) > len(best[1])):
+            best = (mount, mount_path)
+    if best is None:
+        return None, None
+    return volumes.get(best[0].get("name")) or {"name": best[0].get("name")}, \
+        path[len(best[1]) + 1:]
+
+
+def configmap_key(docs, workload, volume, rel, path):
+    """(ConfigMap, key) that the file `rel` of a ConfigMap volume is."""
+    cm_name = volume["configMap"].get("name")
+    key = rel
+    items = volume["configMap"].get("items")
+    if items:
+        key = next((i.get("key") for i in items if i.get("path") == rel), None)
+        if key is None:
+            raise CheckError("%s: ConfigMap volume items do not provide %s" %
+                             (doc_id(workload), rel))
+    maps = [d for d in docs if d.get("kind") == "ConfigMap" and
+            (d.get("metadata") or {}).get("name") == cm_name]
+    if not maps:
+        raise CheckError("%s mounts ConfigMap %s, which is not rendered" %
+                         (doc_id(workload), cm_name))
+    if key not in (maps[0].get("data") or {}):
+        raise CheckError("ConfigMap %s has no key %r (for %s)" % (cm_name, key, path))
+    return maps[0], key
+
+
+def injector_of(workload, volume, rel):
+    """The init container that writes file `rel` of emptyDir `volume` with
+    `ps_ctl inject-token --out=...`, or None."""
+    pod = pod_spec(workload)
+    for init in pod.get("initContainers") or []:
+        out = flag_value(init, "--out")
+        argv = [str(a) for a in (init.get("command") or []) + (init.get("args") or [])]
+        if out is None or "inject-token" not in argv:
+            continue
+        out_volume, out_rel = mounted_volume(pod, init, out)
+        if out_volume is not None and out_volume.get("name") == volume.get("name") and \
+                out_rel == rel:
+            return init
+    return None
+
+
+def injected_token(workload, init):
+    """(volume, path inside it) of the --token_file of an inject-token init
+    container."""
+    token_file = flag_value(init, "--token_file") or ""
+    volume, rel = mounted_volume(pod_spec(workload), init, token_file)
+    return volume or {"name": "(none for %r)" % token_file}, rel
+
+
+def config_source(docs, workload, container=None):
+    """Where the --config file of `container` (default: the workload's first)
+    comes from: a dict with "configmap", "key", "path" and, when an
+    `inject-token` init container writes it, "token": (Secret volume, key)."""
+    container = container or first_container(workload)
     path = flag_value(container, "--config")
     if not path:
         raise CheckError("%s: container %s passes no --config" %
                          (doc_id(workload), container.get("name")))
-    volumes = {v.get("name"): v for v in pod_spec(workload).get("volumes") or []}
-    for mount in container.get("volumeMounts") or []:
-        mount_path = mount.get("mountPath", "").rstrip("/")
-        if not path.startswith(mount_path + "/"):
-            continue
-        volume = volumes.get(mount.get("name")) or {}
-        if "configMap" not in volume:
-            raise CheckError("%s: %s is on volume %s, which is not a ConfigMap" %
-                             (doc_id(workload), path, mount.get("name")))
-        rel = path[len(mount_path) + 1:]
-        cm_name = volume["configMap"].get("name")
-        key = rel
-        items = volume["configMap"].get("items")
-        if items:
-            key = next((i.get("key") for i in items if i.get("path") == rel), None)
-            if key is None:
-                raise CheckError("%s: ConfigMap volume items do not provide %s" %
-                                 (doc_id(workload), rel))
-        maps = [d for d in docs if d.get("kind") == "ConfigMap" and
-                (d.get("metadata") or {}).get("name") == cm_name]
-        if not maps:
-            raise CheckError("%s mounts ConfigMap %s, which is not rendered" %
-                             (doc_id(workload), cm_name))
-        if key not in (maps[0].get("data") or {}):
-            raise CheckError("ConfigMap %s has no key %r (for %s)" % (cm_name, key, path))
-        return maps[0], key, path
-    raise CheckError("%s: no volume is mounted where --config=%s lives" %
-                     (doc_id(workload), path))
+    pod = pod_spec(workload)
+    volume, rel = mounted_volume(pod, container, path)
+    if volume is None:
+        raise CheckError("%s: no volume is mounted where --config=%s lives" %
+                         (doc_id(workload), path))
+    if "configMap" in volume:
+        cm, key = configmap_key(docs, workload, volume, rel, path)
+        return {"configmap": cm, "key": key, "path": path, "token": None}
+    if "emptyDir" in volume:
+        init = injector_of(workload, volume, rel)
+        if init is None:
+            raise CheckError("%s: %s is on emptyDir %s, which no `ps_ctl inject-token` "
+                             "init container writes" % (doc_id(workload), path,
+                                                        volume.get("name")))
+        source = config_source(docs, workload, init)
+        source["token"] = injected_token(workload, init)
+        source["path"] = path
+        return source
+    raise CheckError("%s: %s is on volume %s, which is neither a ConfigMap nor an "
+                     "emptyDir written by an init container" %
+                     (doc_id(workload), path, volume.get("name")))
 
 
 def subset(selector, labels):
@@ -393,7 +515,8 @@ def run_schema_checks(ctxs, work_root):
 
 def check_config_parse(ctx):
     sts = only(ctx["docs"], "StatefulSet")
-    cm, key, _ = config_source(ctx["docs"], sts)
+    source = config_source(ctx["docs"], sts)
+    cm, key = source["configmap"], source["key"]
     path = os.path.join(ctx["work"], "cluster_config_from_configmap.yaml")
     with open(path, "w") as f:
         f.write(cm["data"][key])
@@ -416,13 +539,16 @@ def need_config(ctx):
 
 def check_config_mount(ctx):
     sts = only(ctx["docs"], "StatefulSet")
-    job = only(ctx["docs"], "Job")
-    s_cm, s_key, s_path = config_source(ctx["docs"], sts)
-    j_cm, j_key, j_path = config_source(ctx["docs"], job)
-    if (s_cm["metadata"]["name"], s_key) != (j_cm["metadata"]["name"], j_key):
+    job = worker_job(ctx["docs"])
+    s = config_source(ctx["docs"], sts)
+    j = config_source(ctx["docs"], job)
+    if (s["configmap"]["metadata"]["name"], s["key"]) != (
+            j["configmap"]["metadata"]["name"], j["key"]):
         raise CheckError("servers read ConfigMap %s key %s, workers %s key %s" % (
-            s_cm["metadata"]["name"], s_key, j_cm["metadata"]["name"], j_key))
-    return "%s key %s at %s / %s" % (s_cm["metadata"]["name"], s_key, s_path, j_path)
+            s["configmap"]["metadata"]["name"], s["key"],
+            j["configmap"]["metadata"]["name"], j["key"]))
+    return "%s key %s, read as %s / %s" % (s["configmap"]["metadata"]["name"], s["key"],
+                                           s["path"], j["path"])
 
 
 def server_grpc_port(ctx):
@@ -477,7 +603,7 @@ def check_server_addresses(ctx):
 
 def check_worker_count(ctx):
     config = need_config(ctx)
-    job = only(ctx["docs"], "Job")
+    job = worker_job(ctx["docs"])
     spec = job.get("spec") or {}
     if spec.get("completionMode") != "Indexed":
         raise CheckError("Job %s is not completionMode: Indexed" % job["metadata"]["name"])
@@ -599,7 +725,7 @@ def check_labels(ctx):
     problems = []
     for doc in ctx["docs"]:
         targets = [("", (doc.get("metadata") or {}).get("labels") or {})]
-        if doc.get("kind") in ("StatefulSet", "Job"):
+        if doc.get("kind") in WORKLOAD_KINDS:
             targets.append((" pod template", pod_labels(doc)))
         for where, labels in targets:
             missing = [l for l in REQUIRED_LABELS if not labels.get(l)]
@@ -623,7 +749,7 @@ def check_gpu_resources(ctx):
     config = need_config(ctx)
     pairs = [("server", only(ctx["docs"], "StatefulSet"), config["server_device"],
               "server.device"),
-             ("worker", only(ctx["docs"], "Job"), config["training_device"],
+             ("worker", worker_job(ctx["docs"]), config["training_device"],
               "training.device")]
     notes = []
     for role, workload, device, key in pairs:
@@ -641,7 +767,7 @@ def check_gpu_resources(ctx):
 def check_images(ctx):
     images = []
     for workload in ctx["docs"]:
-        spec = pod_spec(workload) if workload.get("kind") in ("StatefulSet", "Job") else {}
+        spec = pod_spec(workload) if workload.get("kind") in WORKLOAD_KINDS else {}
         for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
             image = c.get("image", "")
             last = image.rsplit("/", 1)[-1]
@@ -653,6 +779,310 @@ def check_images(ctx):
                                  (doc_id(workload), c.get("name"), image))
             images.append(image)
     return ", ".join(sorted(set(images)))
+
+
+_QUANTITY = re.compile(r"([0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?")
+_SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+           "E": 1e18, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+           "Pi": 1 << 50, "Ei": 1 << 60}
+
+
+def quantity_bytes(value):
+    """A Kubernetes quantity ("4Gi", "512M", "1e9") in bytes."""
+    m = _QUANTITY.fullmatch(str(value).strip())
+    if not m:
+        raise CheckError("%r is not a quantity" % value)
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+def mib(n):
+    return "%.1f MiB" % (n / MIB)
+
+
+def check_grace_period(ctx):
+    config = need_config(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    grace = pod_spec(sts).get("terminationGracePeriodSeconds", 30)
+    size = config["shard_checkpoint_bytes"]
+    need = int(math.ceil(SHUTDOWN_DRAIN_S + GRACE_FIXED_S +
+                         2.0 * size / CHECKPOINT_WRITE_BYTES_PER_S))
+    if grace < need:
+        raise CheckError(
+            "terminationGracePeriodSeconds %s < %d s needed for the final checkpoint: "
+            "%d s RPC drain + %d s + 2 x %s (largest shard's checkpoint) at %d MiB/s; "
+            "SIGKILL would cut the checkpoint short" %
+            (grace, need, SHUTDOWN_DRAIN_S, GRACE_FIXED_S, mib(size),
+             CHECKPOINT_WRITE_BYTES_PER_S // MIB))
+    return "%s s >= %d s (checkpoint %s)" % (grace, need, mib(size))
+
+
+def check_scrape_annotation(ctx):
+    config = need_config(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    annotations = ((sts["spec"].get("template") or {}).get("metadata") or {}).get(
+        "annotations") or {}
+    want = config["metrics_port"]
+    scrape = annotations.get("prometheus.io/scrape")
+    if want <= 0:
+        if scrape == "true":
+            raise CheckError("prometheus.io/scrape is \"true\" but server.metrics_port is "
+                             "%d (metrics off)" % want)
+        return "metrics off, not scraped"
+    if scrape != "true":
+        raise CheckError("server pods export metrics on %d but prometheus.io/scrape is %r"
+                         % (want, scrape))
+    port = annotations.get("prometheus.io/port")
+    if port != str(want):
+        raise CheckError("prometheus.io/port %r != server.metrics_port %d: Prometheus "
+                         "would scrape a port nothing listens on" % (port, want))
+    path = annotations.get("prometheus.io/path", "/metrics")
+    if path != "/metrics":
+        raise CheckError("prometheus.io/path %r: ps_server serves /metrics" % path)
+    return "port %s" % port
+
+
+def check_memory_limit(ctx):
+    config = need_config(ctx)
+    sts = only(ctx["docs"], "StatefulSet")
+    tables = config["shard_resident_bytes"]
+    sparse = ""
+    if config["sparse_tables"]:
+        sparse = "; sparse tables %s not counted (rows unbounded)" % ", ".join(
+            config["sparse_tables"])
+    if config["server_device"] == "cuda":
+        return "device cuda: the tables (%s per shard) live in GPU memory%s" % (
+            mib(tables), sparse)
+    limits = ((first_container(sts).get("resources") or {}).get("limits")) or {}
+    if "memory" not in limits:
+        raise CheckError("the server container has no memory limit; the largest shard's "
+                         "dense tables need %s plus %s for the process" %
+                         (mib(tables), mib(PROCESS_BASELINE_BYTES)))
+    limit = quantity_bytes(limits["memory"])
+    need = tables + PROCESS_BASELINE_BYTES
+    if limit < need:
+        raise CheckError(
+            "server memory limit %s (%s) < %s: the largest shard's dense tables take "
+            "%s (elements x 4 B x (1 + optimizer slots + 1 if sync); "
+            "deploy/ctl/capacity.h) plus %s for the process%s" %
+            (limits["memory"], mib(limit), mib(need), mib(tables),
+             mib(PROCESS_BASELINE_BYTES), sparse))
+    return "limit %s >= tables %s + process %s%s" % (
+        limits["memory"], mib(tables), mib(PROCESS_BASELINE_BYTES), sparse)
+
+
+def containers_of(doc):
+    spec = pod_spec(doc)
+    return (spec.get("initContainers") or []) + (spec.get("containers") or [])
+
+
+def check_image_versions(ctx):
+    where = {}
+    for doc in ctx["docs"]:
+        if doc.get("kind") not in WORKLOAD_KINDS:
+            continue
+        for c in containers_of(doc):
+            where.setdefault(c.get("image", ""), []).append(
+                "%s/%s" % (doc["metadata"]["name"], c.get("name")))
+    if len(where) > 1:
+        raise CheckError("containers run different images (servers and workers must "
+                         "run one build; the wire protocol and config are versioned "
+                         "together): %s" % "; ".join(
+                             "%s in %s" % (image, ", ".join(sorted(names)))
+                             for image, names in sorted(where.items())))
+    if not where:
+        raise CheckError("no containers")
+    return "one image in %d containers" % sum(len(v) for v in where.values())
+
+
+def token_source(docs, workload, container):
+    """(Secret name, key) the config of `container` gets its token from."""
+    source = config_source(docs, workload, container)
+    if source["token"] is None:
+        raise CheckError("%s container %s reads %s straight from ConfigMap %s: no "
+                         "bearer token, auth is off" %
+                         (doc_id(workload), container.get("name"), source["path"],
+                          source["configmap"]["metadata"]["name"]))
+    return secret_key(workload, *source["token"])
+
+
+def secret_key(workload, volume, rel):
+    secret = volume.get("secret")
+    if secret is None:
+        raise CheckError("%s: the token file is on volume %s, which is not a Secret" %
+                         (doc_id(workload), volume.get("name")))
+    if secret.get("optional"):
+        raise CheckError("%s: Secret %s is optional: pods would start without a token" %
+                         (doc_id(workload), secret.get("secretName")))
+    key = rel
+    for item in secret.get("items") or []:
+        if item.get("path") == rel:
+            key = item.get("key")
+    return secret.get("secretName"), key
+
+
+def check_auth_token(ctx):
+    config = need_config(ctx)
+    if config["auth_token_set"]:
+        raise CheckError("the ConfigMap's cluster.yaml sets auth_token: anyone who may "
+                         "read ConfigMaps has it; keep it in the Secret only")
+    docs = ctx["docs"]
+    sources = {}
+    sts = only(docs, "StatefulSet")
+    sources["servers"] = token_source(docs, sts, first_container(sts))
+    job = worker_job(docs)
+    sources["workers"] = token_source(docs, job, first_container(job))
+    for admin in (d for d in docs if d.get("kind") == "Deployment" and
+                  pod_labels(d).get("app.kubernetes.io/component") == "admin"):
+        injectors = [c for c in pod_spec(admin).get("initContainers") or []
+                     if "inject-token" in [str(a) for a in c.get("command") or []]]
+        if not injectors:
+            raise CheckError("%s has no inject-token init container" % doc_id(admin))
+        sources["admin"] = secret_key(admin, *injected_token(admin, injectors[0]))
+    if len(set(sources.values())) != 1:
+        raise CheckError("different tokens: %s" % ", ".join(
+            "%s Secret %s key %s" % (who, name, key)
+            for who, (name, key) in sorted(sources.items())))
+    name, key = next(iter(sources.values()))
+    return "Secret %s key %s for %s" % (name, key, ", ".join(sorted(sources)))
+
+
+def selects(selector, labels):
+    """Whether a LabelSelector selects `labels` (matchLabels only; a selector
+    with matchExpressions is treated as selecting nothing we can prove)."""
+    selector = selector or {}
+    if selector.get("matchExpressions"):
+        return False
+    return subset(selector.get("matchLabels") or {}, labels)
+
+
+def rule_covers_port(rule, number, name):
+    ports = rule.get("ports")
+    if not ports:
+        return True
+    for p in ports:
+        port = p.get("port")
+        if port is None or port == name or port == number:
+            return True
+        if isinstance(port, int) and p.get("endPort") and port <= number <= p["endPort"]:
+            return True
+    return False
+
+
+def check_network_policy(ctx):
+    docs = ctx["docs"]
+    sts = only(docs, "StatefulSet")
+    labels = pod_labels(sts)
+    policies = [d for d in docs if d.get("kind") == "NetworkPolicy" and
+                selects((d.get("spec") or {}).get("podSelector"), labels)]
+    if not policies:
+        raise CheckError("no NetworkPolicy selects the server pods: anything in the "
+                         "cluster can reach them")
+    grpc = named_port(first_container(sts), "grpc")
+    admitted = []
+    for policy in policies:
+        spec = policy["spec"]
+        if "Ingress" not in (spec.get("policyTypes") or ["Ingress"]):
+            raise CheckError("NetworkPolicy %s does not restrict ingress" %
+                             policy["metadata"]["name"])
+        for rule in spec.get("ingress") or []:
+            if not rule_covers_port(rule, grpc, "grpc"):
+                continue
+            peers = rule.get("from")
+            if not peers:
+                raise CheckError("NetworkPolicy %s admits every source to the gRPC port %s"
+                                 % (policy["metadata"]["name"], grpc))
+            for peer in peers:
+                selector = (peer.get("podSelector") or {}).get("matchLabels") or {}
+                if "ipBlock" in peer or "namespaceSelector" in peer or \
+                        selector.get("app.kubernetes.io/component") not in \
+                        GRPC_CLIENT_COMPONENTS:
+                    raise CheckError(
+                        "NetworkPolicy %s admits %s to the gRPC port; only pods of "
+                        "component %s may reach the servers" %
+                        (policy["metadata"]["name"], json.dumps(peer, sort_keys=True),
+                         " or ".join(GRPC_CLIENT_COMPONENTS)))
+                admitted.append(peer["podSelector"])
+    clients = [("workers", worker_job(docs))] + [
+        ("admin", d) for d in docs if d.get("kind") == "Deployment" and
+        pod_labels(d).get("app.kubernetes.io/component") == "admin"]
+    for who, workload in clients:
+        if not any(selects(sel, pod_labels(workload)) for sel in admitted):
+            raise CheckError("the %s (%s) are not admitted to the servers' gRPC port" %
+                             (who, doc_id(workload)))
+    return "gRPC port %s from %s only" % (grpc, ", ".join(w for w, _ in clients))
+
+
+def check_job_limits(ctx):
+    job = worker_job(ctx["docs"])
+    spec = job.get("spec") or {}
+    problems = []
+    for field, low in (("backoffLimitPerIndex", 0), ("activeDeadlineSeconds", 1),
+                       ("ttlSecondsAfterFinished", 0)):
+        value = spec.get(field)
+        if not isinstance(value, int) or value < low:
+            problems.append("%s is %r (want an integer >= %d)" % (field, value, low))
+    if "backoffLimitPerIndex" in spec and pod_spec(job).get("restartPolicy") != "Never":
+        problems.append("backoffLimitPerIndex needs restartPolicy Never")
+    if problems:
+        raise CheckError("%s: %s" % (doc_id(job), "; ".join(problems)))
+    return "backoffLimitPerIndex %d, activeDeadlineSeconds %d, ttlSecondsAfterFinished %d" % (
+        spec["backoffLimitPerIndex"], spec["activeDeadlineSeconds"],
+        spec["ttlSecondsAfterFinished"])
+
+
+def role_allows(role, group, resource, name, verb):
+    for rule in role.get("rules") or []:
+        if group in (rule.get("apiGroups") or []) and \
+                resource in (rule.get("resources") or []) and \
+                verb in (rule.get("verbs") or []) and \
+                (not rule.get("resourceNames") or name in rule["resourceNames"]):
+            return True
+    return False
+
+
+def check_completion_hook(ctx):
+    docs = ctx["docs"]
+    sts = only(docs, "StatefulSet")
+    job = worker_job(docs)
+    hook = workload_by_component(docs, "Job", "completion-hook")
+    container = first_container(hook)
+    targets = {"--job": job["metadata"]["name"], "--statefulset": sts["metadata"]["name"]}
+    for flag, want in sorted(targets.items()):
+        if flag_value(container, flag) != want:
+            raise CheckError("the hook's %s is %r, not %r" %
+                             (flag, flag_value(container, flag), want))
+    worker_deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
+    hook_deadline = (hook.get("spec") or {}).get("activeDeadlineSeconds")
+    if isinstance(worker_deadline, int) and not (
+            isinstance(hook_deadline, int) and hook_deadline > worker_deadline):
+        raise CheckError("the hook's activeDeadlineSeconds %r does not outlast the "
+                         "workers' %d: it could stop before they end" %
+                         (hook_deadline, worker_deadline))
+    pod = pod_spec(hook)
+    account = pod.get("serviceAccountName") or "default"
+    ns = hook["metadata"].get("namespace")
+    accounts = [d for d in docs if d.get("kind") == "ServiceAccount" and
+                d["metadata"]["name"] == account]
+    automount = pod.get("automountServiceAccountToken")
+    if automount is None and accounts:
+        automount = accounts[0].get("automountServiceAccountToken")
+    if automount is False:
+        raise CheckError("the hook's pod gets no service account token")
+    roles = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Role"}
+    granted = [roles.get(b["roleRef"]["name"]) for b in docs
+               if b.get("kind") == "RoleBinding" and b.get("roleRef", {}).get("kind") == "Role"
+               and any(s.get("kind") == "ServiceAccount" and s.get("name") == account and
+                       s.get("namespace", ns) == ns for s in b.get("subjects") or [])]
+    granted = [r for r in granted if r]
+    needs = [("batch", "jobs", job["metadata"]["name"], "get"),
+             ("apps", "statefulsets/scale", sts["metadata"]["name"], "patch")]
+    for need in needs:
+        if not any(role_allows(r, *need) for r in granted):
+            raise CheckError("service account %s may not %s %s %s" %
+                             (account, need[3], need[1], need[2]))
+    return "%s scales %s to 0 when %s ends" % (hook["metadata"]["name"],
+                                               sts["metadata"]["name"],
+                                               job["metadata"]["name"])
 
 
 CHECK_FUNCS = {
@@ -667,6 +1097,14 @@ CHECK_FUNCS = {
     "labels": check_labels,
     "gpu-resources": check_gpu_resources,
     "images": check_images,
+    "grace-period": check_grace_period,
+    "scrape-annotation": check_scrape_annotation,
+    "memory-limit": check_memory_limit,
+    "image-versions": check_image_versions,
+    "auth-token": check_auth_token,
+    "network-policy": check_network_policy,
+    "job-limits": check_job_limits,
+    "completion-hook": check_completion_hook,
 }
 
 

@@ -6,7 +6,7 @@ Usage:
         name = "kernels",
         srcs = ["kernels.cu"],
         hdrs = ["kernels.h"],   # plain C++ headers: launcher declarations only
-        nvcc_hdrs = ["//common/backend:update_math.h"],  # optional
+        nvcc_hdrs = ["//common/optimizers:adam.h"],  # optional
     )
 
 When nvcc is absent (@local_cuda reports CUDA_AVAILABLE = False) or the build

@@ -6,19 +6,20 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/backend/cuda/cuda_memory.h"
 #include "common/backend/cuda/cuda_update_kernels.h"
-#include "common/backend/update_math.h"
 #include "common/backend/update_rule.h"
+#include "common/optimizers/optimizer_registry.h"
 #include "common/status_macros.h"
 
 namespace ps {
 namespace {
 
-using cuda_kernels::KernelOptimizer;
 using cuda_kernels::UpdateArrays;
+using cuda_kernels::UpdateCall;
 
 // Host<->device transfers move at most this many floats per staging buffer
 // (32 MiB); two buffers alternate so the host copy into one overlaps the DMA
@@ -33,20 +34,6 @@ constexpr uint64_t kAlignPad = 4;
 
 absl::Status LaunchStatus(int error, absl::string_view what) {
   return CudaStatus(static_cast<cudaError_t>(error), what);
-}
-
-KernelOptimizer ToKernelOptimizer(OptimizerType type) {
-  switch (type) {
-    case OptimizerType::kSgd:
-      return KernelOptimizer::kSgd;
-    case OptimizerType::kMomentum:
-      return KernelOptimizer::kMomentum;
-    case OptimizerType::kAdagrad:
-      return KernelOptimizer::kAdagrad;
-    case OptimizerType::kAdam:
-      return KernelOptimizer::kAdam;
-  }
-  return KernelOptimizer::kSgd;  // unreachable: validated config
 }
 
 uint64_t RoundUpPow2(uint64_t v) {
@@ -71,11 +58,11 @@ struct Stage {
 
 class CudaParamStoreImpl final : public CudaParamStore {
  public:
-  CudaParamStoreImpl(int device, const OptimizerConfig& config)
+  CudaParamStoreImpl(int device, ResolvedOptimizer optimizer)
       : device_(device),
-        config_(config),
-        num_slots_(NumOptimizerSlots(config.type)),
-        kernel_optimizer_(ToKernelOptimizer(config.type)) {}
+        optimizer_(std::move(optimizer)),
+        num_slots_(optimizer_.info->num_slots),
+        slots_(num_slots_) {}
 
   ~CudaParamStoreImpl() override {
     // Buffers are freed by their destructors; make sure the store's device
@@ -160,8 +147,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
   absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
                           float grad_scale, int64_t step) override {
     RETURN_IF_ERROR(CheckRange("ApplyDense", offset, grad.size(), size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const UpdateCall call, Call(grad_scale, step));
     RETURN_IF_ERROR(Activate());
     const uint64_t shift = offset % 4;
     return StreamIn(
@@ -171,8 +157,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
           UpdateArrays arrays = ArraysAt(offset + begin);
           arrays.grad = dev_grad;
           return LaunchStatus(
-              cuda_kernels::LaunchDenseUpdate(kernel_optimizer_, k, arrays, len,
-                                              stream_.get()),
+              cuda_kernels::LaunchDenseUpdate(call, arrays, len, stream_.get()),
               "dense update kernel");
         });
   }
@@ -181,8 +166,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
                          absl::Span<const float> grad, float grad_scale,
                          int64_t step) override {
     RETURN_IF_ERROR(CheckRows("ApplyRows", rows, dim, grad.size(), size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const UpdateCall call, Call(grad_scale, step));
     RETURN_IF_ERROR(Activate());
     return ForRowChunks(
         rows, dim,
@@ -195,9 +179,9 @@ class CudaParamStoreImpl final : public CudaParamStore {
           RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), n));
           UpdateArrays arrays = ArraysAt(0);
           arrays.grad = stage.device.as<float>();
-          return LaunchStatus(cuda_kernels::LaunchRowsUpdate(
-                                  kernel_optimizer_, k, arrays, dev_rows, count,
-                                  dim, stream_.get()),
+          return LaunchStatus(cuda_kernels::LaunchRowsUpdate(call, arrays, dev_rows,
+                                                             count, dim,
+                                                             stream_.get()),
                               "rows update kernel");
         });
   }
@@ -241,15 +225,14 @@ class CudaParamStoreImpl final : public CudaParamStore {
   }
 
   absl::Status ApplyAccumulated(float scale, int64_t step) override {
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, scale, step));
+    ASSIGN_OR_RETURN(const UpdateCall call, Call(scale, step));
     RETURN_IF_ERROR(Activate());
     RETURN_IF_ERROR(EnsureAccumulator());
     UpdateArrays arrays = ArraysAt(0);
     arrays.acc = acc_.as<float>();
     RETURN_IF_ERROR(
-        LaunchStatus(cuda_kernels::LaunchDenseUpdate(
-                         kernel_optimizer_, k, arrays, size_, stream_.get()),
+        LaunchStatus(cuda_kernels::LaunchDenseUpdate(call, arrays, size_,
+                                                      stream_.get()),
                      "accumulated update kernel"));
     return stream_.Synchronize();
   }
@@ -258,8 +241,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
                                     uint32_t dim, float scale,
                                     int64_t step) override {
     RETURN_IF_ERROR(CheckRowIndices("ApplyAccumulatedRows", rows, dim, size_));
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, scale, step));
+    ASSIGN_OR_RETURN(const UpdateCall call, Call(scale, step));
     RETURN_IF_ERROR(Activate());
     RETURN_IF_ERROR(EnsureAccumulator());
     return ForRowChunks(rows, dim,
@@ -268,9 +250,9 @@ class CudaParamStoreImpl final : public CudaParamStore {
                           UpdateArrays arrays = ArraysAt(0);
                           arrays.acc = acc_.as<float>();
                           return LaunchStatus(
-                              cuda_kernels::LaunchRowsUpdate(
-                                  kernel_optimizer_, k, arrays, dev_rows, count,
-                                  dim, stream_.get()),
+                              cuda_kernels::LaunchRowsUpdate(call, arrays, dev_rows,
+                                                             count, dim,
+                                                             stream_.get()),
                               "accumulated rows update kernel");
                         });
   }
@@ -315,15 +297,14 @@ class CudaParamStoreImpl final : public CudaParamStore {
                        " elements requested but the device gradient has ",
                        test_grad_elements_));
     }
-    ASSIGN_OR_RETURN(const UpdateConstants k,
-                     MakeUpdateConstants(config_, grad_scale, step));
+    ASSIGN_OR_RETURN(const UpdateCall call, Call(grad_scale, step));
     RETURN_IF_ERROR(Activate());
     UpdateArrays arrays = ArraysAt(offset);
     arrays.grad = test_grad_.as<float>();
     RETURN_IF_ERROR(timing_start_.Record(stream_));
     RETURN_IF_ERROR(
-        LaunchStatus(cuda_kernels::LaunchDenseUpdate(kernel_optimizer_, k,
-                                                     arrays, n, stream_.get()),
+        LaunchStatus(cuda_kernels::LaunchDenseUpdate(call, arrays, n,
+                                                     stream_.get()),
                      "dense update kernel"));
     RETURN_IF_ERROR(timing_end_.Record(stream_));
     RETURN_IF_ERROR(stream_.Synchronize());
@@ -336,11 +317,28 @@ class CudaParamStoreImpl final : public CudaParamStore {
                       absl::StrCat("cudaSetDevice(", device_, ")"));
   }
 
+  // The update call at `step` with gradient scale `grad_scale`.
+  absl::StatusOr<UpdateCall> Call(float grad_scale, int64_t step) const {
+    ASSIGN_OR_RETURN(const CommonConstants common,
+                     MakeCommonConstants(optimizer_, grad_scale, step));
+    UpdateCall call;
+    call.optimizer_index = optimizer_.info->index;
+    call.params = optimizer_.params.data();
+    call.step = step;
+    call.common = common;
+    return call;
+  }
+
+  // The arrays from element `offset` on. The slot pointers live in
+  // slot_ptrs_ until the next call.
   UpdateArrays ArraysAt(uint64_t offset) {
     UpdateArrays arrays;
     arrays.w = params_.as<float>() + offset;
-    if (num_slots_ >= 1) arrays.s0 = slots_[0].as<float>() + offset;
-    if (num_slots_ >= 2) arrays.s1 = slots_[1].as<float>() + offset;
+    slot_ptrs_.clear();
+    for (DeviceBuffer& slot : slots_) {
+      slot_ptrs_.push_back(slot.as<float>() + offset);
+    }
+    arrays.slots = slot_ptrs_.data();
     return arrays;
   }
 
@@ -356,11 +354,11 @@ class CudaParamStoreImpl final : public CudaParamStore {
     if (capacity > std::numeric_limits<size_t>::max() / sizeof(float)) {
       capacity = needed;
     }
-    DeviceBuffer* arrays[] = {&params_, &slots_[0], &slots_[1], &acc_};
-    const bool used[] = {true, num_slots_ >= 1, num_slots_ >= 2,
-                         acc_.data() != nullptr};
-    for (int a = 0; a < 4; ++a) {
-      if (!used[a] || arrays[a]->bytes() >= needed * sizeof(float)) continue;
+    std::vector<DeviceBuffer*> arrays = {&params_};
+    for (DeviceBuffer& slot : slots_) arrays.push_back(&slot);
+    if (acc_.data() != nullptr) arrays.push_back(&acc_);
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      if (arrays[a]->bytes() >= needed * sizeof(float)) continue;
       absl::StatusOr<DeviceBuffer> grown =
           DeviceBuffer::Allocate(capacity * sizeof(float));
       if (!grown.ok() && capacity > needed) {
@@ -396,7 +394,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
     for (int s = 0; s < num_slots_; ++s) {
       RETURN_IF_ERROR(
           LaunchStatus(cuda_kernels::LaunchFill(slots_[s].as<float>() + begin,
-                                                InitialSlotValue(config_, s), n,
+                                                optimizer_.InitialSlot(s), n,
                                                 stream_.get()),
                        "fill kernel (optimizer state)"));
     }
@@ -561,15 +559,15 @@ class CudaParamStoreImpl final : public CudaParamStore {
 
   // Constant after construction.
   const int device_;
-  const OptimizerConfig config_;
+  const ResolvedOptimizer optimizer_;
   const int num_slots_;
-  const KernelOptimizer kernel_optimizer_;
 
   CudaStream stream_;
   uint64_t size_ = 0;
   uint64_t capacity_ = 0;  // every used array holds at least this many
   DeviceBuffer params_;
-  DeviceBuffer slots_[2];
+  std::vector<DeviceBuffer> slots_;  // one per optimizer state slot
+  std::vector<float*> slot_ptrs_;    // ArraysAt's slot pointers
   DeviceBuffer acc_;  // allocated by the first sync-path call
 
   Stage stages_[2];
@@ -623,8 +621,9 @@ absl::StatusOr<std::unique_ptr<ParamStore>> CudaUpdateBackend::CreateStore(
 absl::StatusOr<std::unique_ptr<CudaParamStore>>
 CudaUpdateBackend::CreateCudaStore(const OptimizerConfig& optimizer,
                                    uint64_t size) {
-  RETURN_IF_ERROR(ValidateOptimizerConfig(optimizer));
-  auto store = std::make_unique<CudaParamStoreImpl>(device_, optimizer);
+  ASSIGN_OR_RETURN(ResolvedOptimizer resolved, ResolveOptimizer(optimizer));
+  auto store =
+      std::make_unique<CudaParamStoreImpl>(device_, std::move(resolved));
   RETURN_IF_ERROR(store->Init(size));
   return std::unique_ptr<CudaParamStore>(std::move(store));
 }

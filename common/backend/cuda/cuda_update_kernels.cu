@@ -1,6 +1,7 @@
 // CUDA kernels of the update backend and their thin launchers (see
-// cuda_update_kernels.h). The per-element arithmetic comes from
-// update_math.h, the same code the CPU backend runs.
+// cuda_update_kernels.h). The per-element arithmetic is each optimizer
+// unit's Apply (common/optimizers/), the same code the CPU backend runs;
+// the kernels are instantiated for every unit of AllOptimizers.
 //
 // All kernels are grid-stride loops over 64-bit indices, 256 threads per
 // block, at most kMaxBlocks blocks (enough to fill any current GPU several
@@ -11,7 +12,7 @@
 #include <type_traits>
 
 #include "common/backend/cuda/cuda_update_kernels.h"
-#include "common/backend/update_math.h"
+#include "common/optimizers/all_optimizers.h"
 
 namespace ps {
 namespace cuda_kernels {
@@ -34,29 +35,36 @@ __device__ __forceinline__ uint64_t GridThreads() {
   return static_cast<uint64_t>(gridDim.x) * blockDim.x;
 }
 
+// The state arrays of an optimizer with N slots, passed by value.
+template <int N>
+struct SlotArrays {
+  float* p[N > 0 ? N : 1];
+};
+
 // One element: prepares the gradient and applies the optimizer in registers.
-template <class Op, bool kClip>
-__device__ __forceinline__ void UpdateElement(const UpdateConstants& k,
-                                              float g_raw, float& w, float& a,
-                                              float& b) {
-  const float g = update_math::PrepareGrad<kClip>(k, g_raw, w);
-  Op::Apply(k, g, w, a, b);
+template <class Unit, bool kClip>
+__device__ __forceinline__ void UpdateElement(
+    const CommonConstants& c, const typename Unit::Constants& k, float g_raw,
+    float& w, float* state) {
+  const float g = update_math::PrepareGrad<kClip, !Unit::kDecoupledWeightDecay>(
+      c, g_raw, w);
+  Unit::Apply(c, k, g, w, state);
 }
 
 // Scalar path over [0, n): used for unaligned arrays and for the head/tail of
 // the float4 path.
-template <class Op, bool kClip, bool kConsume>
-__global__ void DenseScalarKernel(UpdateConstants k, float* __restrict__ w,
-                                  float* __restrict__ s0,
-                                  float* __restrict__ s1,
+template <class Unit, bool kClip, bool kConsume>
+__global__ void DenseScalarKernel(CommonConstants c,
+                                  typename Unit::Constants k,
+                                  float* __restrict__ w,
+                                  SlotArrays<Unit::kSlots> s,
                                   const float* __restrict__ grad,
                                   float* __restrict__ acc, uint64_t n) {
   for (uint64_t i = GlobalThread(); i < n; i += GridThreads()) {
     float wi = w[i];
-    float a = 0.0f;
-    float b = 0.0f;
-    if (Op::kSlots >= 1) a = s0[i];
-    if (Op::kSlots >= 2) b = s1[i];
+    float state[Unit::kSlots + 1];
+#pragma unroll
+    for (int j = 0; j < Unit::kSlots; ++j) state[j] = s.p[j][i];
     float g;
     if (kConsume) {
       g = acc[i];
@@ -64,28 +72,33 @@ __global__ void DenseScalarKernel(UpdateConstants k, float* __restrict__ w,
     } else {
       g = grad[i];
     }
-    UpdateElement<Op, kClip>(k, g, wi, a, b);
+    UpdateElement<Unit, kClip>(c, k, g, wi, state);
     w[i] = wi;
-    if (Op::kSlots >= 1) s0[i] = a;
-    if (Op::kSlots >= 2) s1[i] = b;
+#pragma unroll
+    for (int j = 0; j < Unit::kSlots; ++j) s.p[j][i] = state[j];
   }
+}
+
+__device__ __forceinline__ float& Lane(float4& v, int lane) {
+  return lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
 }
 
 // float4 path over n4 vectors. REQUIRES: every pointer used is 16-byte
 // aligned.
-template <class Op, bool kClip, bool kConsume>
-__global__ void DenseVec4Kernel(UpdateConstants k, float4* __restrict__ w,
-                                float4* __restrict__ s0,
-                                float4* __restrict__ s1,
+template <class Unit, bool kClip, bool kConsume>
+__global__ void DenseVec4Kernel(CommonConstants c, typename Unit::Constants k,
+                                float4* __restrict__ w,
+                                SlotArrays<Unit::kSlots> s,
                                 const float4* __restrict__ grad,
                                 float4* __restrict__ acc, uint64_t n4) {
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   for (uint64_t i = GlobalThread(); i < n4; i += GridThreads()) {
     float4 wv = w[i];
-    float4 a = zero;
-    float4 b = zero;
-    if (Op::kSlots >= 1) a = s0[i];
-    if (Op::kSlots >= 2) b = s1[i];
+    float4 sv[Unit::kSlots + 1];
+#pragma unroll
+    for (int j = 0; j < Unit::kSlots; ++j) {
+      sv[j] = reinterpret_cast<const float4*>(s.p[j])[i];
+    }
     float4 g;
     if (kConsume) {
       g = acc[i];
@@ -93,21 +106,30 @@ __global__ void DenseVec4Kernel(UpdateConstants k, float4* __restrict__ w,
     } else {
       g = grad[i];
     }
-    UpdateElement<Op, kClip>(k, g.x, wv.x, a.x, b.x);
-    UpdateElement<Op, kClip>(k, g.y, wv.y, a.y, b.y);
-    UpdateElement<Op, kClip>(k, g.z, wv.z, a.z, b.z);
-    UpdateElement<Op, kClip>(k, g.w, wv.w, a.w, b.w);
+    // Each of the four lanes is an element on its own (the loop unrolls,
+    // so Lane() resolves at compile time and everything stays in registers).
+#pragma unroll
+    for (int lane = 0; lane < 4; ++lane) {
+      float state[Unit::kSlots + 1];
+#pragma unroll
+      for (int j = 0; j < Unit::kSlots; ++j) state[j] = Lane(sv[j], lane);
+      UpdateElement<Unit, kClip>(c, k, Lane(g, lane), Lane(wv, lane), state);
+#pragma unroll
+      for (int j = 0; j < Unit::kSlots; ++j) Lane(sv[j], lane) = state[j];
+    }
     w[i] = wv;
-    if (Op::kSlots >= 1) s0[i] = a;
-    if (Op::kSlots >= 2) s1[i] = b;
+#pragma unroll
+    for (int j = 0; j < Unit::kSlots; ++j) {
+      reinterpret_cast<float4*>(s.p[j])[i] = sv[j];
+    }
   }
 }
 
 // Rows: one warp per row (grid-stride over rows), lanes stride over dim, so
 // each row's elements are read coalesced.
-template <class Op, bool kClip, bool kConsume>
-__global__ void RowsKernel(UpdateConstants k, float* __restrict__ w,
-                           float* __restrict__ s0, float* __restrict__ s1,
+template <class Unit, bool kClip, bool kConsume>
+__global__ void RowsKernel(CommonConstants c, typename Unit::Constants k,
+                           float* __restrict__ w, SlotArrays<Unit::kSlots> s,
                            const float* __restrict__ grad,
                            float* __restrict__ acc,
                            const uint64_t* __restrict__ rows, uint64_t num_rows,
@@ -121,10 +143,9 @@ __global__ void RowsKernel(UpdateConstants k, float* __restrict__ w,
     for (uint32_t j = lane; j < dim; j += 32) {
       const uint64_t e = base + j;
       float wi = w[e];
-      float a = 0.0f;
-      float b = 0.0f;
-      if (Op::kSlots >= 1) a = s0[e];
-      if (Op::kSlots >= 2) b = s1[e];
+      float state[Unit::kSlots + 1];
+#pragma unroll
+      for (int q = 0; q < Unit::kSlots; ++q) state[q] = s.p[q][e];
       float g;
       if (kConsume) {
         g = acc[e];
@@ -132,10 +153,10 @@ __global__ void RowsKernel(UpdateConstants k, float* __restrict__ w,
       } else {
         g = grad[packed + j];
       }
-      UpdateElement<Op, kClip>(k, g, wi, a, b);
+      UpdateElement<Unit, kClip>(c, k, g, wi, state);
       w[e] = wi;
-      if (Op::kSlots >= 1) s0[e] = a;
-      if (Op::kSlots >= 2) s1[e] = b;
+#pragma unroll
+      for (int q = 0; q < Unit::kSlots; ++q) s.p[q][e] = state[q];
     }
   }
 }
@@ -225,27 +246,35 @@ Split SplitForVec4(const float* const* ptrs, int count, uint64_t n) {
   return s;
 }
 
-template <class Op, bool kClip, bool kConsume>
-int DenseUpdate(const UpdateConstants& k, const UpdateArrays& a, uint64_t n,
-                cudaStream_t stream) {
-  const float* ptrs[] = {a.w, a.s0, a.s1, kConsume ? a.acc : a.grad};
-  const Split s = SplitForVec4(ptrs, 4, n);
+template <class Unit>
+SlotArrays<Unit::kSlots> SlotsAt(const UpdateArrays& a, uint64_t offset) {
+  SlotArrays<Unit::kSlots> s{};
+  for (int j = 0; j < Unit::kSlots; ++j) s.p[j] = a.slots[j] + offset;
+  return s;
+}
+
+template <class Unit, bool kClip, bool kConsume>
+int DenseUpdate(const CommonConstants& c, const typename Unit::Constants& k,
+                const UpdateArrays& a, uint64_t n, cudaStream_t stream) {
+  const float* ptrs[Unit::kSlots + 2];
+  ptrs[0] = a.w;
+  ptrs[1] = kConsume ? a.acc : a.grad;
+  for (int j = 0; j < Unit::kSlots; ++j) ptrs[2 + j] = a.slots[j];
+  const Split s = SplitForVec4(ptrs, Unit::kSlots + 2, n);
   auto at = [](auto* p, uint64_t i) { return p == nullptr ? p : p + i; };
   auto scalar = [&](uint64_t begin, uint64_t len) {
     if (len == 0) return;
-    DenseScalarKernel<Op, kClip, kConsume>
+    DenseScalarKernel<Unit, kClip, kConsume>
         <<<BlocksFor(len), kThreads, 0, stream>>>(
-            k, a.w + begin, at(a.s0, begin), at(a.s1, begin), at(a.grad, begin),
+            c, k, a.w + begin, SlotsAt<Unit>(a, begin), at(a.grad, begin),
             at(a.acc, begin), len);
   };
   scalar(0, s.head);
   if (s.body4 > 0) {
     const uint64_t b = s.head;
-    DenseVec4Kernel<Op, kClip, kConsume>
+    DenseVec4Kernel<Unit, kClip, kConsume>
         <<<BlocksFor(s.body4), kThreads, 0, stream>>>(
-            k, reinterpret_cast<float4*>(a.w + b),
-            reinterpret_cast<float4*>(at(a.s0, b)),
-            reinterpret_cast<float4*>(at(a.s1, b)),
+            c, k, reinterpret_cast<float4*>(a.w + b), SlotsAt<Unit>(a, b),
             reinterpret_cast<const float4*>(at(a.grad, b)),
             reinterpret_cast<float4*>(at(a.acc, b)), s.body4);
   }
@@ -253,73 +282,63 @@ int DenseUpdate(const UpdateConstants& k, const UpdateArrays& a, uint64_t n,
   return static_cast<int>(cudaGetLastError());
 }
 
-template <class Op, bool kClip, bool kConsume>
-int RowsUpdate(const UpdateConstants& k, const UpdateArrays& a,
-               const uint64_t* rows, uint64_t num_rows, uint32_t dim,
-               cudaStream_t stream) {
-  RowsKernel<Op, kClip, kConsume>
+template <class Unit, bool kClip, bool kConsume>
+int RowsUpdate(const CommonConstants& c, const typename Unit::Constants& k,
+               const UpdateArrays& a, const uint64_t* rows, uint64_t num_rows,
+               uint32_t dim, cudaStream_t stream) {
+  RowsKernel<Unit, kClip, kConsume>
       <<<BlocksFor(num_rows * 32), kThreads, 0, stream>>>(
-          k, a.w, a.s0, a.s1, a.grad, a.acc, rows, num_rows, dim);
+          c, k, a.w, SlotsAt<Unit>(a, 0), a.grad, a.acc, rows, num_rows, dim);
   return static_cast<int>(cudaGetLastError());
 }
 
-template <class T>
-struct Tag {
-  using type = T;
-};
-
-// Calls f(Tag<Op>, bool_constant<clip>, bool_constant<consume>): the one
-// switch per call, picking the kernel specialized for the optimizer.
+// Calls f(Tag<Unit>, unit constants, bool_constant<clip>,
+// bool_constant<consume>) for the call's optimizer: the one dispatch per
+// call, over the registry, picking the kernel specialized for it.
 template <class F>
-int Dispatch(KernelOptimizer optimizer, bool clip, bool consume, F&& f) {
-  auto flags = [&](auto op) {
+int Dispatch(const UpdateCall& call, bool consume, F&& f) {
+  const bool clip = call.common.clip > 0.0f;
+  int result = static_cast<int>(cudaErrorInvalidValue);
+  optimizers::VisitOptimizer(call.optimizer_index, [&](auto tag) {
+    using Unit = typename decltype(tag)::type;
+    const typename Unit::Constants k =
+        Unit::MakeConstants(call.common, call.params, call.step);
     if (clip) {
-      return consume ? f(op, std::true_type(), std::true_type())
-                     : f(op, std::true_type(), std::false_type());
+      result = consume ? f(tag, k, std::true_type(), std::true_type())
+                       : f(tag, k, std::true_type(), std::false_type());
+    } else {
+      result = consume ? f(tag, k, std::false_type(), std::true_type())
+                       : f(tag, k, std::false_type(), std::false_type());
     }
-    return consume ? f(op, std::false_type(), std::true_type())
-                   : f(op, std::false_type(), std::false_type());
-  };
-  switch (optimizer) {
-    case KernelOptimizer::kSgd:
-      return flags(Tag<update_math::Sgd>());
-    case KernelOptimizer::kMomentum:
-      return flags(Tag<update_math::Momentum>());
-    case KernelOptimizer::kAdagrad:
-      return flags(Tag<update_math::Adagrad>());
-    case KernelOptimizer::kAdam:
-      return flags(Tag<update_math::Adam>());
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
+  });
+  return result;
 }
 
 }  // namespace
 
-int LaunchDenseUpdate(KernelOptimizer optimizer, const UpdateConstants& k,
-                      const UpdateArrays& arrays, uint64_t n,
-                      CUstream_st* stream) {
+int LaunchDenseUpdate(const UpdateCall& call, const UpdateArrays& arrays,
+                      uint64_t n, CUstream_st* stream) {
   if (n == 0) return static_cast<int>(cudaSuccess);
-  const bool consume = arrays.grad == nullptr;
-  return Dispatch(
-      optimizer, k.clip > 0.0f, consume,
-      [&](auto op, auto clip, auto consume_acc) {
-        return DenseUpdate<typename decltype(op)::type, decltype(clip)::value,
-                           decltype(consume_acc)::value>(k, arrays, n, stream);
-      });
+  return Dispatch(call, arrays.grad == nullptr,
+                  [&](auto tag, const auto& k, auto clip, auto consume) {
+                    using Unit = typename decltype(tag)::type;
+                    return DenseUpdate<Unit, decltype(clip)::value,
+                                       decltype(consume)::value>(
+                        call.common, k, arrays, n, stream);
+                  });
 }
 
-int LaunchRowsUpdate(KernelOptimizer optimizer, const UpdateConstants& k,
-                     const UpdateArrays& arrays, const uint64_t* rows,
-                     uint64_t num_rows, uint32_t dim, CUstream_st* stream) {
+int LaunchRowsUpdate(const UpdateCall& call, const UpdateArrays& arrays,
+                     const uint64_t* rows, uint64_t num_rows, uint32_t dim,
+                     CUstream_st* stream) {
   if (num_rows == 0 || dim == 0) return static_cast<int>(cudaSuccess);
-  const bool consume = arrays.grad == nullptr;
-  return Dispatch(
-      optimizer, k.clip > 0.0f, consume,
-      [&](auto op, auto clip, auto consume_acc) {
-        return RowsUpdate<typename decltype(op)::type, decltype(clip)::value,
-                          decltype(consume_acc)::value>(k, arrays, rows,
-                                                        num_rows, dim, stream);
-      });
+  return Dispatch(call, arrays.grad == nullptr,
+                  [&](auto tag, const auto& k, auto clip, auto consume) {
+                    using Unit = typename decltype(tag)::type;
+                    return RowsUpdate<Unit, decltype(clip)::value,
+                                      decltype(consume)::value>(
+                        call.common, k, arrays, rows, num_rows, dim, stream);
+                  });
 }
 
 int LaunchAccumulate(float* acc, const float* grad, uint64_t n,

@@ -12,25 +12,30 @@
 
 #include <cstdint>
 
-#include "common/backend/update_math.h"
+#include "common/optimizers/optimizer_unit.h"
 
 struct CUstream_st;
 
 namespace ps {
 namespace cuda_kernels {
 
-enum class KernelOptimizer : int {
-  kSgd = 0,
-  kMomentum = 1,
-  kAdagrad = 2,
-  kAdam = 3
+// One update call: the optimizer_index-th unit of AllOptimizers
+// (common/optimizers/all_optimizers.h) with its settings `params` (host
+// memory, the unit's kParams order) at `step`, and the common constants.
+// The launcher computes the unit's own constants on the host.
+struct UpdateCall {
+  int optimizer_index = 0;
+  const float* params = nullptr;
+  int64_t step = 1;
+  CommonConstants common;
 };
 
 // Arrays one update touches.
 struct UpdateArrays {
   float* w = nullptr;
-  float* s0 = nullptr;  // state slots the optimizer uses (else null)
-  float* s1 = nullptr;
+  // The optimizer's state arrays: a host array of its kSlots device
+  // pointers (null when it has none).
+  float* const* slots = nullptr;
   // Gradient: packed `grad`, or when it is null the accumulator `acc` at the
   // element's own index, zeroed as it is consumed (ApplyAccumulated*).
   const float* grad = nullptr;
@@ -38,19 +43,19 @@ struct UpdateArrays {
 };
 
 // Fused one-pass update of elements [0, n) of the arrays (callers offset the
-// pointers): element i uses w[i], s0[i], s1[i] and grad[i] (or acc[i]).
+// pointers): element i uses w[i], every slot's [i] and grad[i] (or acc[i]).
 // float4 loads/stores when all pointers share one alignment modulo 16 bytes
 // (a scalar head/tail handles the rest), scalar otherwise.
-int LaunchDenseUpdate(KernelOptimizer optimizer, const UpdateConstants& k,
-                      const UpdateArrays& arrays, uint64_t n,
-                      CUstream_st* stream);
+// cudaErrorInvalidValue for an optimizer_index outside the registry.
+int LaunchDenseUpdate(const UpdateCall& call, const UpdateArrays& arrays,
+                      uint64_t n, CUstream_st* stream);
 
 // Update of rows: element j of row r is w[rows[r] * dim + j] with gradient
 // grad[r * dim + j] (or acc[rows[r] * dim + j]). REQUIRES: rows distinct and
 // in range (checked by the caller).
-int LaunchRowsUpdate(KernelOptimizer optimizer, const UpdateConstants& k,
-                     const UpdateArrays& arrays, const uint64_t* rows,
-                     uint64_t num_rows, uint32_t dim, CUstream_st* stream);
+int LaunchRowsUpdate(const UpdateCall& call, const UpdateArrays& arrays,
+                     const uint64_t* rows, uint64_t num_rows, uint32_t dim,
+                     CUstream_st* stream);
 
 // acc[i] += grad[i] for i in [0, n).
 int LaunchAccumulate(float* acc, const float* grad, uint64_t n,

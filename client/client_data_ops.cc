@@ -1,0 +1,299 @@
+// ClientImpl's data path (client_impl.h): dense and sparse pulls and pushes,
+// planned into chunked wire requests and sent on the shards' streams. The
+// session (connect, handshake, registration, clocks, control RPCs) is
+// client_impl.cc.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/client_impl.h"
+#include "client/future.h"
+#include "client/request_planner.h"
+#include "common/bytes.h"
+#include "common/partition.h"
+#include "common/status_macros.h"
+#include "proto/ops.h"
+
+namespace ps {
+namespace {
+
+// Decodes a pull's values of type `wire` from `bytes` into `out`; INTERNAL
+// naming the server when the size is not out.size() values.
+absl::Status DecodeValues(const std::string& bytes, const ValueTypeInfo& wire,
+                          const std::string& address, absl::Span<float> out) {
+  if (bytes.size() != out.size() * wire.bytes) {
+    return absl::InternalError(absl::StrCat(
+        "server ", address, " returned ", bytes.size(), " bytes for ",
+        out.size(), " ", wire.name, " values"));
+  }
+  wire.decode(bytes, out.data());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
+  if (options_.worker_id < 0 && table.consistency_traits().workers_only_push) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a client that is not a worker may only push to async tables; table '",
+        table.name, "' is ", ConsistencyName(table.consistency)));
+  }
+  return absl::OkStatus();
+}
+
+Promise ClientImpl::NewOperation(proto::Op op) {
+  Promise promise;
+  // Wait() on its future polls the streams itself.
+  promise.state->poller = poller_;
+  if (IsPush(op)) {
+    {
+      absl::MutexLock lock(&push_mu_);
+      ++pushes_in_flight_;
+    }
+    // Runs once the push completed (Ready() is already true then), so a
+    // Clock() that sees no push in flight also sees every push future done.
+    // The destructor closes the streams before push_mu_ dies.
+    promise.future().Then([this](const absl::Status&) {
+      absl::MutexLock lock(&push_mu_);
+      --pushes_in_flight_;
+    });
+  }
+  return promise;
+}
+
+Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
+                           absl::Span<const float> grads,
+                           absl::Span<float> out, bool zero_copy) {
+  absl::StatusOr<TableInfo> table = LookupTable(table_id);
+  if (!table.ok()) return Future(table.status());
+  if (table->kind != TableKind::kDense) {
+    return Future(absl::InvalidArgumentError(
+        absl::StrCat("table '", table->name, "' (id ", table_id,
+                     ") is sparse; use the sparse calls")));
+  }
+  if (op == proto::PUSH_PULL && grads.size() != out.size()) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "PushPullDense: ", grads.size(), " gradients but an output of ",
+        out.size(), " values")));
+  }
+  const uint64_t length = op == proto::PULL ? out.size() : grads.size();
+  if (offset > table->size || length > table->size - offset) {
+    return Future(absl::OutOfRangeError(absl::StrCat(
+        "range [", offset, ", ", offset + length, ") is outside table '",
+        table->name, "' of ", table->size, " elements")));
+  }
+  if (IsPush(op)) {
+    absl::Status may_push = CheckMayPush(*table);
+    if (!may_push.ok()) return Future(may_push);
+  }
+  if (length == 0) return Future();
+
+  // Values travel as the table's value type: float32 straight from and into
+  // the caller's spans; other types are encoded / decoded here (the
+  // client's value-type edge), so they are never sent zero-copy.
+  const ValueTypeInfo& wire = InfoOf(table->value_type);
+  const bool float32 = table->value_type == ValueType::kFloat32;
+  if (!float32) zero_copy = false;
+  const std::vector<DenseChunk> chunks =
+      PlanDense(offset, length, table->size, num_servers(),
+                options_.client.chunk_bytes, wire.bytes);
+  Promise promise = NewOperation(op);
+  std::shared_ptr<Joiner> joiner =
+      Joiner::Create(static_cast<int64_t>(chunks.size()), promise.state);
+  const int64_t clock = this->clock();
+  for (const DenseChunk& chunk : chunks) {
+    const uint64_t at = chunk.offset - offset;  // position in the caller's span
+    proto::DataRequest request;
+    request.set_op(op);
+    request.set_table_id(table_id);
+    request.set_worker_id(options_.worker_id);
+    request.set_clock(clock);
+    request.set_offset(chunk.offset);
+    request.set_length(chunk.length);
+    request.set_client_id(client_id_);
+    request.set_first_chunk(chunk.first_chunk);
+    request.set_value_type(static_cast<proto::ValueType>(table->value_type));
+    const absl::string_view payload =
+        IsPush(op) && float32
+            ? absl::string_view(
+                  reinterpret_cast<const char*>(grads.data() + at),
+                  chunk.length * sizeof(float))
+            : absl::string_view();
+    if (IsPush(op) && !float32) {
+      request.mutable_values()->resize(chunk.length * wire.bytes);
+      wire.encode(grads.subspan(at, chunk.length),
+                  request.mutable_values()->data());
+    } else if (!zero_copy) {
+      request.mutable_values()->assign(payload.data(), payload.size());
+    }
+    // A float32 pull's values are copied by the connection from the received
+    // buffer straight into the caller's span (a size mismatch is INTERNAL);
+    // other types are decoded from the response here.
+    absl::Span<char> dst;
+    if (IsPull(op) && float32) {
+      dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
+                             chunk.length * sizeof(float));
+    }
+    absl::Span<float> decode_into;
+    if (IsPull(op) && !float32) decode_into = out.subspan(at, chunk.length);
+    const std::string* address = &connections_[chunk.shard]->address();
+    auto done = [joiner, decode_into, &wire, address](
+                    const absl::Status& status, proto::DataResponse* response) {
+      absl::Status result = status;
+      if (result.ok() && !decode_into.empty()) {
+        result = DecodeValues(response->values(), wire, *address, decode_into);
+      }
+      joiner->Done(result);
+    };
+    if (zero_copy) {
+      connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
+                                                 nullptr, dst, std::move(done));
+    } else {
+      connections_[chunk.shard]->Send(std::move(request), dst, std::move(done));
+    }
+  }
+  return promise.future();
+}
+
+Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
+                            absl::Span<const uint64_t> keys,
+                            absl::Span<const float> grads,
+                            absl::Span<float> out) {
+  absl::StatusOr<TableInfo> table = LookupTable(table_id);
+  if (!table.ok()) return Future(table.status());
+  if (table->kind != TableKind::kSparse) {
+    return Future(absl::InvalidArgumentError(
+        absl::StrCat("table '", table->name, "' (id ", table_id,
+                     ") is dense; use the dense calls")));
+  }
+  const uint32_t dim = table->dim;
+  const uint64_t expected = keys.size() * dim;
+  if (IsPush(op) && grads.size() != expected) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "sparse push to '", table->name, "': ", keys.size(), " keys of dim ",
+        dim, " need ", expected, " gradient values; got ", grads.size())));
+  }
+  if (IsPull(op) && out.size() != expected) {
+    return Future(absl::InvalidArgumentError(absl::StrCat(
+        "sparse pull from '", table->name, "': ", keys.size(),
+        " keys of dim ", dim, " need an output of ", expected,
+        " values; got ", out.size())));
+  }
+  if (IsPush(op)) {
+    absl::Status may_push = CheckMayPush(*table);
+    if (!may_push.ok()) return Future(may_push);
+  }
+  if (keys.empty()) return Future();
+
+  const uint32_t num_shards = static_cast<uint32_t>(num_servers());
+  const ValueTypeInfo& wire = InfoOf(table->value_type);
+  auto plan = std::make_shared<const SparsePlan>(PlanSparse(
+      keys, dim, num_shards, options_.client.chunk_bytes,
+      [num_shards](uint64_t key) { return SparseShardOf(key, num_shards); },
+      wire.bytes));
+  Promise promise = NewOperation(op);
+  std::shared_ptr<Joiner> joiner = Joiner::Create(
+      static_cast<int64_t>(plan->requests.size()), promise.state);
+  const int64_t clock = this->clock();
+  for (size_t r = 0; r < plan->requests.size(); ++r) {
+    const SparsePlan::Request& part = plan->requests[r];
+    proto::DataRequest request;
+    request.set_op(op);
+    request.set_table_id(table_id);
+    request.set_worker_id(options_.worker_id);
+    request.set_clock(clock);
+    request.set_client_id(client_id_);
+    request.set_first_chunk(part.first_chunk);
+    request.set_value_type(static_cast<proto::ValueType>(table->value_type));
+    request.set_keys(EncodeRaw<uint64_t>(plan->RequestKeys(part)));
+    if (IsPush(op)) {
+      // Duplicate keys' rows are summed in float32, then encoded.
+      AppendSummedRows(*plan, part, grads, dim, request.mutable_values());
+      if (table->value_type != ValueType::kFloat32) {
+        const std::string summed = std::move(*request.mutable_values());
+        request.mutable_values()->resize(summed.size() / sizeof(float) *
+                                         wire.bytes);
+        wire.encode(ViewRaw<float>(summed), request.mutable_values()->data());
+      }
+    }
+    const std::string* address = &connections_[part.shard]->address();
+    connections_[part.shard]->Send(std::move(request),
+         [joiner, plan, r, op, dim, out, address, &wire](
+             const absl::Status& status, proto::DataResponse* response) {
+           absl::Status result = status;
+           if (result.ok() && IsPull(op)) {
+             const SparsePlan::Request& part = plan->requests[r];
+             const size_t bytes = part.num_keys * dim * wire.bytes;
+             if (response->values().size() != bytes) {
+               result = absl::InternalError(absl::StrCat(
+                   "server ", *address, " returned ",
+                   response->values().size(), " bytes for ", part.num_keys,
+                   " rows of dim ", dim));
+             } else if (wire.type == ValueType::kFloat32) {
+               ScatterRows(*plan, part, ViewRaw<float>(response->values()),
+                           dim, out);
+             } else {
+               std::vector<float> rows(part.num_keys * dim);
+               wire.decode(response->values(), rows.data());
+               ScatterRows(*plan, part, rows, dim, out);
+             }
+           }
+           joiner->Done(result);
+         });
+  }
+  return promise.future();
+}
+
+Future ClientImpl::PullDense(uint32_t table_id, uint64_t offset,
+                             absl::Span<float> out) {
+  return DenseOp(proto::PULL, table_id, offset, {}, out, /*zero_copy=*/false);
+}
+
+Future ClientImpl::PushDense(uint32_t table_id, uint64_t offset,
+                             absl::Span<const float> grads) {
+  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/false);
+}
+
+Future ClientImpl::PushPullDense(uint32_t table_id, uint64_t offset,
+                                 absl::Span<const float> grads,
+                                 absl::Span<float> out) {
+  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
+                 /*zero_copy=*/false);
+}
+
+Future ClientImpl::PushDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                     absl::Span<const float> grads) {
+  return DenseOp(proto::PUSH, table_id, offset, grads, {}, /*zero_copy=*/true);
+}
+
+Future ClientImpl::PushPullDenseZeroCopy(uint32_t table_id, uint64_t offset,
+                                         absl::Span<const float> grads,
+                                         absl::Span<float> out) {
+  return DenseOp(proto::PUSH_PULL, table_id, offset, grads, out,
+                 /*zero_copy=*/true);
+}
+
+Future ClientImpl::PullSparse(uint32_t table_id,
+                              absl::Span<const uint64_t> keys,
+                              absl::Span<float> out) {
+  return SparseOp(proto::PULL, table_id, keys, {}, out);
+}
+
+Future ClientImpl::PushSparse(uint32_t table_id,
+                              absl::Span<const uint64_t> keys,
+                              absl::Span<const float> grads) {
+  return SparseOp(proto::PUSH, table_id, keys, grads, {});
+}
+
+Future ClientImpl::PushPullSparse(uint32_t table_id,
+                                  absl::Span<const uint64_t> keys,
+                                  absl::Span<const float> grads,
+                                  absl::Span<float> out) {
+  return SparseOp(proto::PUSH_PULL, table_id, keys, grads, out);
+}
+
+// ------------------------------------------------------ clocks and barriers
+
+}  // namespace ps

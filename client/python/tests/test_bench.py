@@ -1,0 +1,28 @@
+"""The benchmark runs end to end (a smoke run: tiny counts, no figures
+asserted; timings are taken with `bazel run` on a quiet machine)."""
+
+import json
+import os
+import subprocess
+import sys
+
+R = os.path.join(os.environ["TEST_SRCDIR"], "ps")
+
+
+def test_python_vs_cpp_bench_prints_a_table_and_json():
+    run = subprocess.run(
+        [sys.executable,
+         os.path.join(R, "client/python/bench/python_vs_cpp_bench.py"),
+         f"--cpp_bench={R}/client/python/sdk_call_bench",
+         f"--server_bin={R}/server/ps_server",
+         "--rounds=2", "--small_ops=20", "--big_ops=2"],
+        capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[1].split()[:3] == ["case", "C++", "SDK"]
+    result = json.loads(lines[-1])
+    assert set(result["results"]) == {"pull_4k", "pull_4k_alloc", "push_16m",
+                                      "push_16m_zero_copy"}
+    for case in result["results"].values():
+        assert len(case["rounds"]["cpp"]) == len(case["rounds"]["python"]) == 2
+        assert case["cpp"] > 0 and case["python"] > 0

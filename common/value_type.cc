@@ -1,0 +1,245 @@
+#include "common/value_type.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace ps {
+namespace {
+
+// ---------------------------------------------------------------------------
+// float32
+
+// Floats per block of the finiteness scan: a fixed trip count so gcc -O2's
+// "very cheap" vectorizer turns the inner loop into SIMD code.
+constexpr size_t kFiniteBlock = 64;
+
+inline uint32_t LoadBits(const char* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, sizeof(bits));  // any alignment, no UB
+  return bits;
+}
+
+inline bool IsNonFinite(uint32_t bits) {
+  return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
+// Nonzero when some float of the block has an all-ones exponent (inf/nan).
+inline uint32_t BlockNonFinite(const char* p) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < kFiniteBlock; ++i) {
+    bad |= (LoadBits(p + 4 * i) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  }
+  return bad;
+}
+
+void EncodeFloat32(absl::Span<const float> in, char* out) {
+  if (!in.empty()) std::memcpy(out, in.data(), in.size() * sizeof(float));
+}
+
+void DecodeFloat32(absl::string_view in, float* out) {
+  if (!in.empty()) std::memcpy(out, in.data(), in.size() / 4 * 4);
+}
+
+// ---------------------------------------------------------------------------
+// float16 (IEEE 754 binary16) and bfloat16, by bit manipulation so the loops
+// vectorize (no per-element library calls).
+
+inline uint32_t FloatBits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+}
+
+inline float BitsFloat(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline uint16_t FloatToHalf(float f) {
+  const uint32_t x = FloatBits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // Inf or NaN (NaN keeps a quiet payload bit)
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to Inf
+  if (abs < 0x38800000u) {
+    // Subnormal half (or zero): add 0.5 so the float adder rounds to
+    // nearest even at the half's last subnormal bit.
+    const float magic = BitsFloat(0x3f000000u);  // 0.5
+    const uint32_t r = FloatBits(BitsFloat(abs) + magic) - FloatBits(magic);
+    return static_cast<uint16_t>(sign | r);
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits
+  // to nearest even.
+  const uint32_t odd = (abs >> 13) & 1u;
+  const uint32_t r = (abs + 0xc8000fffu + odd) >> 13;
+  return static_cast<uint16_t>(sign | r);
+}
+
+inline float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return BitsFloat(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in float.
+    const float v = static_cast<float>(mant) * BitsFloat(0x33800000u);
+    return BitsFloat(sign | FloatBits(v));
+  }
+  return BitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+inline uint16_t FloatToBfloat16(float f) {
+  const uint32_t x = FloatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  }
+  // Round to nearest even on the 16 dropped bits (overflow gives Inf).
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline float Bfloat16ToFloat(uint16_t b) {
+  return BitsFloat(static_cast<uint32_t>(b) << 16);
+}
+
+inline uint16_t Load16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <uint16_t (*kConvert)(float)>
+void Encode16(absl::Span<const float> in, char* out) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint16_t v = kConvert(in[i]);
+    std::memcpy(out + 2 * i, &v, sizeof(v));
+  }
+}
+
+template <float (*kConvert)(uint16_t)>
+void Decode16(absl::string_view in, float* out) {
+  const size_t n = in.size() / 2;
+  for (size_t i = 0; i < n; ++i) out[i] = kConvert(Load16(in.data() + 2 * i));
+}
+
+template <uint16_t kExponentMask>
+bool AllFinite16(absl::string_view in) {
+  const size_t n = in.size() / 2;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bad |= (Load16(in.data() + 2 * i) & kExponentMask) == kExponentMask;
+  }
+  return bad == 0;
+}
+
+constexpr ValueTypeInfo kTypes[] = {
+    {ValueType::kFloat32, "float32", "IEEE 754 single precision (4 bytes)", 4,
+     &EncodeFloat32, &DecodeFloat32, &AllFiniteFloats},
+    {ValueType::kFloat16, "float16",
+     "IEEE 754 half precision (2 bytes; 11-bit significand, max 65504)", 2,
+     &Encode16<FloatToHalf>, &Decode16<HalfToFloat>, &AllFinite16<0x7c00u>},
+    {ValueType::kBfloat16, "bfloat16",
+     "bfloat16 (2 bytes; float32's range, 8-bit significand)", 2,
+     &Encode16<FloatToBfloat16>, &Decode16<Bfloat16ToFloat>,
+     &AllFinite16<0x7f80u>},
+};
+
+}  // namespace
+
+const ValueTypeInfo& InfoOf(ValueType type) {
+  for (const ValueTypeInfo& t : kTypes) {
+    if (t.type == type) return t;
+  }
+  std::abort();  // every enum value has an entry (value_type_test)
+}
+
+bool IsValueType(int value) {
+  for (const ValueTypeInfo& t : kTypes) {
+    if (static_cast<int>(t.type) == value) return true;
+  }
+  return false;
+}
+
+absl::Span<const ValueTypeInfo> AllValueTypes() { return kTypes; }
+
+const char* ValueTypeName(ValueType type) { return InfoOf(type).name; }
+
+std::vector<std::string> ValueTypeNames() {
+  std::vector<std::string> names;
+  for (const ValueTypeInfo& t : kTypes) names.push_back(t.name);
+  return names;
+}
+
+bool AllFinite(ValueType type, const PiecewiseBytes& bytes) {
+  const ValueTypeInfo& info = InfoOf(type);
+  if (bytes.is_flat()) return info.all_finite(bytes.flat());
+  // Whole elements inside each piece are scanned in place; an element split
+  // across pieces is joined in `carry` first.
+  char carry[8];
+  size_t carried = 0;
+  for (absl::string_view piece : bytes.pieces()) {
+    if (carried > 0) {
+      const size_t take = std::min(info.bytes - carried, piece.size());
+      std::memcpy(carry + carried, piece.data(), take);
+      carried += take;
+      piece.remove_prefix(take);
+      if (carried < info.bytes) continue;
+      if (!info.all_finite(absl::string_view(carry, info.bytes))) return false;
+      carried = 0;
+    }
+    const size_t whole = piece.size() / info.bytes * info.bytes;
+    if (!info.all_finite(piece.substr(0, whole))) return false;
+    carried = piece.size() - whole;
+    std::memcpy(carry, piece.data() + whole, carried);
+  }
+  return true;
+}
+
+int64_t FirstNonFinite(ValueType type, absl::string_view bytes) {
+  const ValueTypeInfo& info = InfoOf(type);
+  const size_t n = bytes.size() / info.bytes;
+  for (size_t i = 0; i < n; ++i) {
+    if (!info.all_finite(bytes.substr(i * info.bytes, info.bytes))) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+bool AllFiniteFloats(absl::string_view bytes) {
+  const char* p = bytes.data();
+  const size_t n = bytes.size() / 4;
+  size_t i = 0;
+  // Blocks of 64 floats; one early-exit test per 4 KiB so a bad request
+  // fails fast without a branch per element.
+  for (; i + 16 * kFiniteBlock <= n; i += 16 * kFiniteBlock) {
+    uint32_t bad = 0;
+    for (size_t b = 0; b < 16; ++b) {
+      bad |= BlockNonFinite(p + 4 * (i + b * kFiniteBlock));
+    }
+    if (bad != 0) return false;
+  }
+  uint32_t bad = 0;
+  for (; i + kFiniteBlock <= n; i += kFiniteBlock) bad |= BlockNonFinite(p + 4 * i);
+  for (; i < n; ++i) bad |= IsNonFinite(LoadBits(p + 4 * i)) ? 1u : 0u;
+  return bad == 0;
+}
+
+bool AllFiniteFloats(const PiecewiseBytes& bytes) {
+  return AllFinite(ValueType::kFloat32, bytes);
+}
+
+int64_t FirstNonFiniteFloat(absl::string_view bytes) {
+  const size_t n = bytes.size() / 4;
+  for (size_t i = 0; i < n; ++i) {
+    if (IsNonFinite(LoadBits(bytes.data() + 4 * i))) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace ps

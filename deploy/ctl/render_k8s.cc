@@ -1,0 +1,390 @@
+#include "deploy/ctl/render_k8s.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "common/config.h"
+#include "common/file_util.h"
+#include "deploy/ctl/capacity.h"
+#include "deploy/ctl/write_file.h"
+
+namespace ps::ctl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Names of deploy/k8s/base (tests/k8s checks the overlays against them).
+constexpr char kStatefulSet[] = "ps-server";
+constexpr char kService[] = "ps-server";
+constexpr char kWorkerJob[] = "ps-worker";
+constexpr char kConfigMap[] = "ps-config";
+constexpr char kImagePlaceholder[] = "ps-image";
+constexpr int kGrpcPort = 50051;
+constexpr char kGpuComponent[] = "components/gpu";  // beside the base
+
+constexpr char kConfigFile[] = "cluster.yaml";
+constexpr char kKustomizationFile[] = "kustomization.yaml";
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(message);
+}
+
+absl::Status CheckOptions(const RenderOptions& o) {
+  if (o.config_path.empty())
+    return Invalid("--config (the base's cluster.yaml) is required");
+  if (o.out_dir.empty())
+    return Invalid("--out (the overlay directory) is required");
+  if (o.num_servers < 1) return Invalid("--num_servers must be >= 1");
+  if (o.num_workers < 1) return Invalid("--num_workers must be >= 1");
+  if (o.device != "cpu" && o.device != "cuda") {
+    return Invalid(
+        absl::StrCat("--device '", o.device, "': allowed: cpu, cuda"));
+  }
+  static const std::regex kLabel("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+  if (!std::regex_match(o.name_space, kLabel)) {
+    return Invalid(
+        absl::StrCat("--namespace '", o.name_space,
+                     "' is not a DNS label (lower-case letters, digits, "
+                     "'-', at most 63)"));
+  }
+  return absl::OkStatus();
+}
+
+struct ImageRef {
+  std::string name;
+  std::string tag;     // or
+  std::string digest;  // sha256:...
+};
+
+absl::StatusOr<ImageRef> ParseImage(const std::string& image) {
+  ImageRef ref;
+  const size_t at = image.find('@');
+  const size_t slash = image.rfind('/', at);
+  const size_t colon = image.find(':', slash == std::string::npos ? 0 : slash);
+  if (at != std::string::npos) {
+    ref.name = image.substr(0, at);
+    ref.digest = image.substr(at + 1);
+  } else if (colon != std::string::npos) {
+    ref.name = image.substr(0, colon);
+    ref.tag = image.substr(colon + 1);
+  }
+  if (ref.name.empty() || (ref.tag.empty() && ref.digest.empty())) {
+    return Invalid(absl::StrCat("--image '", image,
+                                "' needs an explicit tag or digest "
+                                "(NAME:TAG or NAME@sha256:...)"));
+  }
+  if (ref.tag == "latest") {
+    return Invalid(absl::StrCat(
+        "--image '", image, "': name a version, not the moving tag 'latest'"));
+  }
+  return ref;
+}
+
+// `to` relative to the directory `from`, both taken from the working
+// directory ("../../base").
+std::string RelativePath(const fs::path& to, const fs::path& from) {
+  const fs::path a = fs::absolute(to).lexically_normal();
+  const fs::path b = fs::absolute(from).lexically_normal();
+  std::string rel = a.lexically_relative(b).generic_string();
+  while (!rel.empty() && rel.back() == '/') rel.pop_back();
+  return rel.empty() ? "." : rel;
+}
+
+// Emits `node` keeping what yaml-cpp's own `<<` loses: a quoted scalar stays
+// quoted (so "true" stays a string), flow collections stay flow.
+void EmitNode(const YAML::Node& node, YAML::Emitter& out) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginMap;
+      for (const auto& entry : node) {
+        out << YAML::Key;
+        EmitNode(entry.first, out);
+        out << YAML::Value;
+        EmitNode(entry.second, out);
+      }
+      out << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : node) EmitNode(item, out);
+      out << YAML::EndSeq;
+      break;
+    case YAML::NodeType::Scalar:
+      if (node.Tag() == "!") out << YAML::DoubleQuoted;
+      out << node.Scalar();
+      break;
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      out << YAML::Null;
+      break;
+  }
+}
+
+// `word` as one shell word: unchanged when it has only characters a shell
+// leaves alone, else single-quoted.
+std::string ShellWord(const std::string& word) {
+  static const std::regex kPlain("[A-Za-z0-9_./:@=+,-]+");
+  if (std::regex_match(word, kPlain)) return word;
+  return absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+}
+
+std::vector<std::string> ServerAddresses(const RenderOptions& o) {
+  std::vector<std::string> servers;
+  for (int i = 0; i < o.num_servers; ++i) {
+    servers.push_back(absl::StrCat(kStatefulSet, "-", i, ".", kService, ".",
+                                   o.name_space,
+                                   ".svc.cluster.local:", kGrpcPort));
+  }
+  return servers;
+}
+
+// The description with the size, addresses and devices of this overlay.
+absl::StatusOr<std::string> RenderConfig(const RenderOptions& o,
+                                         const std::string& description) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(description);
+  } catch (const YAML::Exception& e) {
+    return Invalid(absl::StrCat(o.config_path, ": ", e.what()));
+  }
+  root["cluster"]["servers"] = ServerAddresses(o);
+  root["cluster"]["num_workers"] = o.num_workers;
+  root["server"]["device"] = o.device;
+  root["training"]["device"] = o.device;
+  YAML::Emitter out;
+  out.SetIndent(2);
+  EmitNode(root, out);
+  if (!out.good()) {
+    return absl::InternalError(
+        absl::StrCat("YAML emitter: ", out.GetLastError()));
+  }
+  // A blank line before each top-level key, as in the description (the
+  // emitter writes no raw newline inside a scalar, so lines are lines).
+  std::string body;
+  for (absl::string_view line : absl::StrSplit(out.c_str(), '\n')) {
+    if (!body.empty() && !line.empty() && line[0] != ' ' && line[0] != '-') {
+      body += '\n';
+    }
+    absl::StrAppend(&body, line, "\n");
+  }
+  return absl::StrCat(
+      "# Generated by `ps_ctl render-k8s` from the cluster description\n# ",
+      o.config_path,
+      "\n# (its comments explain the keys). Do not edit: change that file or "
+      "the\n# command in kustomization.yaml and run it again.\n\n",
+      body);
+}
+
+std::string CommentedCommand(const RenderOptions& o) {
+  return absl::StrCat(
+      "#   ",
+      absl::StrReplaceAll(RenderCommandLine(o), {{" --", " \\\n#     --"}}),
+      "\n");
+}
+
+std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
+                                const ClusterFootprint& footprint) {
+  const fs::path base = fs::path(o.config_path).parent_path();
+  const ShardFootprint& largest = footprint.Largest();
+  std::string sparse;
+  for (const SparseRowCost& table : footprint.sparse_tables) {
+    absl::StrAppend(&sparse, "\n# Sparse table ", table.table, ": ",
+                    table.bytes_per_row,
+                    " bytes per row, rows not bounded (not counted).");
+  }
+  std::string k = absl::StrCat(
+      "# Generated by `ps_ctl render-k8s`; do not edit. Change the cluster\n"
+      "# description (",
+      o.config_path,
+      "), the base manifests or the\n"
+      "# command below, and run it again from the repository root:\n#\n",
+      CommentedCommand(o), "#\n# ", o.num_servers, " servers x ", o.num_workers,
+      " workers, device ", o.device, ". Dense tables per server (largest\n",
+      "# shard): ", HumanBytes(largest.resident_bytes), " resident, ",
+      HumanBytes(largest.checkpoint_bytes),
+      " per checkpoint (deploy/ctl/capacity.h);\n"
+      "# tests/k8s checks the memory limit and grace period against them.",
+      sparse,
+      "\n"
+      "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+      "kind: Kustomization\n\n"
+      "resources:\n  - ",
+      RelativePath(base, o.out_dir), "\n");
+  if (o.device == "cuda") {
+    absl::StrAppend(&k, "\ncomponents:\n  - ",
+                    RelativePath(base.parent_path() / kGpuComponent, o.out_dir),
+                    "\n");
+  }
+  absl::StrAppend(&k, "\nnamespace: ", o.name_space, "\n\n",
+                  "configMapGenerator:\n"
+                  "  - name: ",
+                  kConfigMap,
+                  "\n"
+                  "    behavior: replace\n"
+                  "    files:\n"
+                  "      - ",
+                  kConfigFile,
+                  "\n"
+                  "    options:\n"
+                  "      disableNameSuffixHash: true\n"
+                  "      labels:\n"
+                  "        app.kubernetes.io/component: config\n\n"
+                  "replicas:\n"
+                  "  - name: ",
+                  kStatefulSet,
+                  "\n"
+                  "    count: ",
+                  o.num_servers,
+                  "\n\n"
+                  "patches:\n"
+                  "  - target:\n"
+                  "      kind: Job\n"
+                  "      name: ",
+                  kWorkerJob,
+                  "\n"
+                  "    patch: |-\n"
+                  "      - op: replace\n"
+                  "        path: /spec/completions\n"
+                  "        value: ",
+                  o.num_workers,
+                  "\n"
+                  "      - op: replace\n"
+                  "        path: /spec/parallelism\n"
+                  "        value: ",
+                  o.num_workers,
+                  "\n\n"
+                  "images:\n"
+                  "  - name: ",
+                  kImagePlaceholder,
+                  "\n"
+                  "    newName: ",
+                  image.name, "\n");
+  if (!image.tag.empty()) {
+    absl::StrAppend(&k, "    newTag: \"", image.tag, "\"\n");
+  } else {
+    absl::StrAppend(&k, "    digest: ", image.digest, "\n");
+  }
+  return k;
+}
+
+}  // namespace
+
+std::string RenderCommandLine(const RenderOptions& o) {
+  return absl::StrCat(
+      "ps_ctl render-k8s --config=", ShellWord(o.config_path),
+      " --num_servers=", o.num_servers, " --num_workers=", o.num_workers,
+      " --device=", ShellWord(o.device), " --image=", ShellWord(o.image),
+      " --namespace=", ShellWord(o.name_space),
+      " --out=", ShellWord(o.out_dir));
+}
+
+namespace {
+
+struct Rendering {
+  std::map<std::string, std::string> files;
+  ShardFootprint largest;
+};
+
+absl::StatusOr<Rendering> Render(const RenderOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  absl::StatusOr<ImageRef> image = ParseImage(options.image);
+  if (!image.ok()) return image.status();
+  absl::StatusOr<std::string> description =
+      ReadFileToString(options.config_path, "cluster description (--config)");
+  if (!description.ok()) return description.status();
+  // The description must be valid on its own, so errors name its lines.
+  if (absl::StatusOr<ClusterConfig> c =
+          ParseClusterConfig(*description, options.config_path);
+      !c.ok()) {
+    return c.status();
+  }
+  absl::StatusOr<std::string> config = RenderConfig(options, *description);
+  if (!config.ok()) return config.status();
+  const std::string rendered_name =
+      (fs::path(options.out_dir) / kConfigFile).generic_string();
+  absl::StatusOr<ClusterConfig> parsed =
+      ParseClusterConfig(*config, rendered_name);
+  if (!parsed.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the rendered config does not parse: ", parsed.status().message()));
+  }
+  absl::StatusOr<ClusterFootprint> footprint = EstimateFootprint(*parsed);
+  if (!footprint.ok()) return footprint.status();
+  Rendering rendering;
+  rendering.files[kConfigFile] = *config;
+  rendering.files[kKustomizationFile] =
+      RenderKustomization(options, *image, *footprint);
+  rendering.largest = footprint->Largest();
+  return rendering;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, std::string>> RenderOverlay(
+    const RenderOptions& options) {
+  absl::StatusOr<Rendering> rendering = Render(options);
+  if (!rendering.ok()) return rendering.status();
+  return std::move(rendering->files);
+}
+
+absl::Status WriteOverlay(const RenderOptions& options, std::string* summary) {
+  absl::StatusOr<Rendering> rendering = Render(options);
+  if (!rendering.ok()) return rendering.status();
+  std::error_code error;
+  fs::create_directories(options.out_dir, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot create '", options.out_dir,
+                                            "': ", error.message()));
+  }
+  std::vector<std::string> written;
+  for (const auto& [name, content] : rendering->files) {
+    const std::string path =
+        (fs::path(options.out_dir) / name).generic_string();
+    if (absl::Status s = WriteFileAtomically(path, content, 0644); !s.ok())
+      return s;
+    written.push_back(path);
+  }
+  *summary = absl::StrCat(
+      "wrote ", absl::StrJoin(written, ", "), "\n", options.num_servers,
+      " servers x ", options.num_workers, " workers, device ", options.device,
+      "; dense tables per server (largest shard): ",
+      HumanBytes(rendering->largest.resident_bytes), " resident, ",
+      HumanBytes(rendering->largest.checkpoint_bytes), " per checkpoint\n",
+      "deploy: kubectl apply -k ", options.out_dir, "\n");
+  return absl::OkStatus();
+}
+
+absl::Status CheckOverlay(const RenderOptions& options) {
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options);
+  if (!files.ok()) return files.status();
+  std::vector<std::string> stale;
+  for (const auto& [name, content] : *files) {
+    const std::string path =
+        (fs::path(options.out_dir) / name).generic_string();
+    absl::StatusOr<std::string> have = ReadFileToString(path);
+    if (!have.ok() || *have != content) {
+      stale.push_back(
+          absl::StrCat(path, have.ok() ? " differs" : " is missing"));
+    }
+  }
+  if (stale.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the overlay is not what its description renders (",
+      absl::StrJoin(stale, "; "), "); run: ", RenderCommandLine(options)));
+}
+
+}  // namespace ps::ctl

@@ -1,0 +1,74 @@
+// `ps_ctl render-k8s`: a Kustomize overlay for N servers and M workers from
+// one cluster description.
+//
+// The description is the base's cluster.yaml (deploy/k8s/base/cluster.yaml:
+// tables, optimizer, training, server and client settings) plus this
+// command's flags (sizes, device, image, namespace). The output directory
+// gets two generated files:
+//
+//   cluster.yaml        the description with cluster.servers set to the
+//                       StatefulSet's pod DNS names
+//                       ps-server-<i>.ps-server.<namespace>.svc.cluster.local:50051,
+//                       cluster.num_workers = M and server.device /
+//                       training.device = the device; validated by the
+//                       project's parser before it is written;
+//   kustomization.yaml  the base (the directory of --config), the gpu
+//                       component for cuda, the namespace, the ConfigMap
+//                       replaced by that cluster.yaml, StatefulSet replicas N,
+//                       Job completions = parallelism = M, and the image.
+//                       Its header holds the command that made it.
+//
+// So going from 2 x 2 to 20 x 200 is one command (or one edit of that header
+// line and a re-run); `check` mode tells whether an overlay is what its
+// command renders now (tests/k8s runs it on every committed overlay).
+//
+// The names ps-server (StatefulSet and Service), ps-worker (Job), ps-config
+// (ConfigMap), ps-image (image placeholder), the gRPC port 50051 and the gpu
+// component at <base>/../components/gpu are those of deploy/k8s/base;
+// tests/k8s checks that the rendered overlays agree with the manifests.
+#ifndef PS_DEPLOY_CTL_RENDER_K8S_H_
+#define PS_DEPLOY_CTL_RENDER_K8S_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ps::ctl {
+
+struct RenderOptions {
+  // The cluster description: a valid cluster config in the Kustomize base
+  // directory (deploy/k8s/base/cluster.yaml); its directory is the base.
+  std::string config_path;
+  int num_servers = 0;  // >= 1
+  int num_workers = 0;  // >= 1
+  std::string device;   // "cpu" or "cuda"
+  // REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:DIGEST; not ":latest".
+  std::string image;
+  std::string name_space = "ps";  // a DNS label
+  std::string out_dir;            // the overlay directory
+};
+
+// The command line that renders `options` (relative paths kept as given), as
+// recorded in the kustomization's header.
+std::string RenderCommandLine(const RenderOptions& options);
+
+// The overlay's files, file name -> content. INVALID_ARGUMENT for a bad
+// option or a description that is not a valid config (the parser's
+// file:line:column message); NOT_FOUND when it cannot be read.
+absl::StatusOr<std::map<std::string, std::string>> RenderOverlay(
+    const RenderOptions& options);
+
+// Renders and writes the files into options.out_dir (created if missing).
+// Also prints a summary (sizes, per-server table memory) to `summary`.
+absl::Status WriteOverlay(const RenderOptions& options, std::string* summary);
+
+// Renders and compares with the files in options.out_dir: OK when equal;
+// FAILED_PRECONDITION naming the stale or missing files and the command to
+// re-run otherwise.
+absl::Status CheckOverlay(const RenderOptions& options);
+
+}  // namespace ps::ctl
+
+#endif  // PS_DEPLOY_CTL_RENDER_K8S_H_

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# ps_completion_hook: scales the parameter servers to zero once the worker
+# Job has ended, so they stop holding nodes and GPUs. Runs in the cluster as
+# the Job ps-completion-hook (deploy/k8s/base/completion-hook.yaml), from the
+# same image as the servers (/opt/ps/bin/ps_completion_hook).
+#
+#   ps_completion_hook [--job=ps-worker] [--statefulset=ps-server]
+#                      [--namespace=NS] [--poll_s=15] [--appear_timeout_s=600]
+#                      [--api=URL] [--token_file=F] [--ca_file=F]
+#
+# Every --poll_s it reads the Job (GET .../jobs/<job>). When its Complete or
+# Failed condition is True, or it is gone after having been seen (deleted by
+# hand or by its TTL), it sets the StatefulSet's replicas to 0 (PATCH
+# .../statefulsets/<name>/scale, a merge patch) and exits 0. Each server then
+# gets SIGTERM and writes its final checkpoint.
+#
+# Defaults are those of a pod: the API server from KUBERNETES_SERVICE_HOST /
+# _PORT, the service account's token, CA and namespace under
+# /var/run/secrets/kubernetes.io/serviceaccount (the token is re-read on
+# every request: projected tokens rotate).
+#
+# Exit status: 0 scaled to zero; 1 the Job never appeared within
+# --appear_timeout_s, the API refused access (401/403: RBAC), the
+# StatefulSet is missing, or the scale request failed; 2 bad usage. Other
+# errors (5xx, connection refused) are retried every --poll_s.
+# Needs curl and jq.
+set -uo pipefail
+
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+job=ps-worker
+statefulset=ps-server
+namespace=""
+poll_s=15
+appear_timeout_s=600
+api=""
+token_file=$sa/token
+ca_file=$sa/ca.crt
+
+log() { echo "ps_completion_hook: $*" >&2; }
+usage() { log "$1"; sed -n '4,6p' "$0" >&2; exit 2; }
+
+for arg in "$@"; do
+  case $arg in
+    --job=*) job=${arg#*=} ;;
+    --statefulset=*) statefulset=${arg#*=} ;;
+    --namespace=*) namespace=${arg#*=} ;;
+    --poll_s=*) poll_s=${arg#*=} ;;
+    --appear_timeout_s=*) appear_timeout_s=${arg#*=} ;;
+    --api=*) api=${arg#*=} ;;
+    --token_file=*) token_file=${arg#*=} ;;
+    --ca_file=*) ca_file=${arg#*=} ;;
+    *) usage "unknown argument '$arg'" ;;
+  esac
+done
+[[ $poll_s =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage "--poll_s must be a number of seconds"
+[[ $appear_timeout_s =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  usage "--appear_timeout_s must be a number of seconds"
+if [[ -z $namespace ]]; then
+  namespace=$(cat "$sa/namespace" 2>/dev/null) ||
+    usage "no --namespace and no $sa/namespace"
+fi
+if [[ -z $api ]]; then
+  [[ -n ${KUBERNETES_SERVICE_HOST:-} ]] ||
+    usage "no --api and no KUBERNETES_SERVICE_HOST (not in a pod?)"
+  host=$KUBERNETES_SERVICE_HOST
+  [[ $host == *:* ]] && host="[$host]"  # IPv6
+  api="https://$host:${KUBERNETES_SERVICE_PORT:-443}"
+fi
+for tool in curl jq; do
+  command -v $tool >/dev/null || { log "$tool is not installed"; exit 1; }
+done
+
+body=$(mktemp)
+trap 'rm -f "$body"' EXIT
+
+# request METHOD PATH [DATA]: prints the HTTP status ("000" when no answer);
+# the response body is left in $body.
+request() {
+  local token
+  token=$(cat "$token_file" 2>/dev/null) || { log "cannot read $token_file"; exit 1; }
+  local args=(-sS -o "$body" -w '%{http_code}' -X "$1" --max-time 30
+              -H "Authorization: Bearer $token" -H "Accept: application/json")
+  [[ $api == https://* && -f $ca_file ]] && args+=(--cacert "$ca_file")
+  if [[ $# -ge 3 ]]; then
+    args+=(-H "Content-Type: application/merge-patch+json" --data "$3")
+  fi
+  curl "${args[@]}" "$api$2" 2>/dev/null || true
+}
+
+job_path=/apis/batch/v1/namespaces/$namespace/jobs/$job
+scale_path=/apis/apps/v1/namespaces/$namespace/statefulsets/$statefulset/scale
+
+log "waiting for job $namespace/$job to end, then scaling statefulset" \
+  "$statefulset to 0 (polling every ${poll_s}s)"
+seen=0
+start=$SECONDS
+reason=""
+while [[ -z $reason ]]; do
+  status=$(request GET "$job_path")
+  case $status in
+    200)
+      seen=1
+      reason=$(jq -r '[.status.conditions[]? | select(.status == "True")
+                       | select(.type == "Complete" or .type == "Failed")
+                       | .type + (if .reason then " (" + .reason + ")" else "" end)]
+                      | first // empty' "$body")
+      ;;
+    404)
+      if ((seen)); then
+        reason="deleted"
+      elif (($(printf '%.0f' "$appear_timeout_s") <= SECONDS - start)); then
+        log "job $namespace/$job did not appear within ${appear_timeout_s}s"
+        exit 1
+      fi
+      ;;
+    401 | 403)
+      log "the API refused to read job $namespace/$job (HTTP $status):" \
+        "$(jq -r '.message // empty' "$body" 2>/dev/null)"
+      log "the service account needs get on batch/jobs $job (see completion-hook.yaml)"
+      exit 1
+      ;;
+    *)
+      log "reading job $namespace/$job: HTTP $status; retrying"
+      ;;
+  esac
+  [[ -n $reason ]] || sleep "$poll_s"
+done
+
+log "job $namespace/$job ended: $reason; scaling statefulset $statefulset to 0"
+status=$(request PATCH "$scale_path" '{"spec":{"replicas":0}}')
+if [[ $status != 200 ]]; then
+  log "scaling statefulset $namespace/$statefulset failed: HTTP $status" \
+    "$(jq -r '.message // empty' "$body" 2>/dev/null)"
+  exit 1
+fi
+log "statefulset $namespace/$statefulset scaled to 0; its servers checkpoint and stop"
