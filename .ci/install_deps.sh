@@ -15,6 +15,8 @@ PACKAGES=(
   libxxhash-dev openssl iperf3 gnuplot-nox yamllint
   curl jq python3-pytest
   iproute2 nftables  # tests/netns: namespaces, tc, partitions
+  etcd-server etcd-client  # replication: roles, terms, leases (server/replication)
+  valgrind linux-perf  # tests/bench/profile_pull.py: instructions, syscalls per operation
   # Python client (client/python) and its tests; C++ SDK example (cmake)
   python3-dev pybind11-dev python3-pip python3-setuptools python3-wheel
   python3-numpy python3-torch python3-yaml cmake

@@ -269,7 +269,9 @@ grpc::ByteBuffer SerializeWithPayload(
 
 namespace {
 
-// Sent responses' values strings, for AcquireValuesBuffer.
+// Sent responses' values strings, for AcquireValuesBuffer: two lists, so a
+// stream of small pulls (each a malloc and a zero-fill of its answer
+// otherwise) and a few multi-MiB ones do not evict each other.
 class ValuesBufferPool {
  public:
   static ValuesBufferPool& Get() {
@@ -281,24 +283,26 @@ class ValuesBufferPool {
     std::string out;
     {
       absl::MutexLock lock(&mu_);
+      List& list = ListFor(size);
       // Exact size first (repeated chunk sizes: no write at all), else the
       // smallest one large enough (resize shrinks without writing).
-      size_t best = buffers_.size();
-      for (size_t i = 0; i < buffers_.size(); ++i) {
-        const size_t have = buffers_[i].size();
+      size_t best = list.buffers.size();
+      for (size_t i = 0; i < list.buffers.size(); ++i) {
+        const size_t have = list.buffers[i].size();
         if (have == size) {
           best = i;
           break;
         }
-        if (have > size &&
-            (best == buffers_.size() || have < buffers_[best].size())) {
+        if (have > size && (best == list.buffers.size() ||
+                            have < list.buffers[best].size())) {
           best = i;
         }
       }
-      if (best < buffers_.size()) {
-        out.swap(buffers_[best]);
-        pooled_bytes_ -= out.size();
-        buffers_.erase(buffers_.begin() + static_cast<ptrdiff_t>(best));
+      if (best < list.buffers.size()) {
+        out.swap(list.buffers[best]);
+        list.bytes -= out.size();
+        list.buffers[best].swap(list.buffers.back());
+        list.buffers.pop_back();
       }
     }
     out.resize(size);  // writes only bytes beyond a recycled buffer's size
@@ -306,24 +310,36 @@ class ValuesBufferPool {
   }
 
   void Release(std::string buffer) {
-    if (buffer.size() < kMinPooled) return;
+    if (buffer.empty()) return;
     absl::MutexLock lock(&mu_);
-    if (buffers_.size() >= kMaxBuffers ||
-        pooled_bytes_ + buffer.size() > kMaxBytes) {
+    List& list = ListFor(buffer.size());
+    if (list.buffers.size() >= list.max_buffers ||
+        list.bytes + buffer.size() > list.max_bytes) {
       return;
     }
-    pooled_bytes_ += buffer.size();
-    buffers_.push_back(std::move(buffer));
+    list.bytes += buffer.size();
+    list.buffers.push_back(std::move(buffer));
   }
 
  private:
-  static constexpr size_t kMinPooled = 64 << 10;  // small ones are cheap
-  static constexpr size_t kMaxBuffers = 8;
-  static constexpr size_t kMaxBytes = size_t{256} << 20;
+  struct List {
+    size_t max_buffers;
+    size_t max_bytes;
+    std::vector<std::string> buffers;
+    size_t bytes = 0;
+  };
+
+  // Buffers below this size are "small".
+  static constexpr size_t kSmall = 64 << 10;
+
+  List& ListFor(size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return size < kSmall ? small_ : large_;
+  }
 
   absl::Mutex mu_;
-  std::vector<std::string> buffers_ ABSL_GUARDED_BY(mu_);
-  size_t pooled_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Enough small ones for every request a few busy streams have in flight.
+  List small_ ABSL_GUARDED_BY(mu_) = {64, size_t{4} << 20, {}, 0};
+  List large_ ABSL_GUARDED_BY(mu_) = {8, size_t{256} << 20, {}, 0};
 };
 
 }  // namespace

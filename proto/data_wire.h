@@ -51,8 +51,9 @@ grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response);
 // larger) is pooled, so filling a pull's answer does not first zero-fill a
 // fresh multi-MiB string (std::string::resize writes every byte: 11% of a
 // server's CPU per 16 MiB pull, tests/bench/TRANSPORT_RESULTS.md round 4).
-// The caller must overwrite all of it. The pool keeps at most 8 buffers and
-// 256 MiB. Thread-safe.
+// The caller must overwrite all of it. The pool keeps at most 8 buffers of
+// 64 KiB or more (256 MiB in all) and 64 smaller ones (4 MiB in all), so a
+// small pull is not a malloc and a zero-fill either. Thread-safe.
 std::string AcquireValuesBuffer(size_t size);
 
 // Parses a DataResponse from `buffer` without flattening it first; every

@@ -159,8 +159,20 @@ TEST(DataWireTest, SentValuesBuffersAreRecycledWithoutZeroFill) {
   EXPECT_EQ(smaller.size(), kSize / 2);
   EXPECT_EQ(smaller.data(), storage);
 
-  // Small buffers are not pooled: a fresh string of the asked size.
+  // Small buffers are pooled apart from large ones.
   EXPECT_EQ(AcquireValuesBuffer(100).size(), 100u);
+  const char* small_storage = nullptr;
+  {
+    proto::DataResponse response;
+    std::string values = AcquireValuesBuffer(4096);
+    values.assign(4096, '\x33');
+    small_storage = values.data();
+    response.mutable_values()->swap(values);
+    SerializeDataResponse(std::move(response));
+  }
+  std::string small = AcquireValuesBuffer(4096);
+  EXPECT_EQ(small.data(), small_storage);
+  EXPECT_EQ(small[4095], '\x33');
 }
 
 }  // namespace

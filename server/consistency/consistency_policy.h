@@ -1,6 +1,6 @@
 // How a table's consistency mode shapes its data path on a shard: one
 // policy object per ShardTable, chosen once when the table is created
-// (CreateConsistencyPolicy, policy_registry.cc). The table keeps the store,
+// (CreateConsistencyPolicy, consistency_policy.cc). The table keeps the store,
 // the dedup window and validation; the policy decides
 //   - when a data request may run (ReadyCondition; Shard parks it until),
 //   - whether a push is applied on arrival or accumulated into a step
@@ -9,7 +9,7 @@
 //   - what a checkpoint must wait for (HasOpenStepPushes),
 //   - and, through its traits, what eviction changes (an evicted worker's
 //     pushes are refused where only workers may push).
-// Adding a mode: one policy file here, its line in policy_registry.cc, and
+// Adding a mode: one policy file here, its line in consistency_policy.cc, and
 // the enum / traits in common/consistency.h and proto/ps.proto.
 //
 // Thread safety: a policy is thread-safe; ShardTable calls Push,

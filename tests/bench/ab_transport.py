@@ -22,7 +22,10 @@ import sys
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      '../../bazel-bin/tests/bench/transport_bench')
-COLUMNS = 'GB/s p50 ratio cli-cpu srv-cpu grpc-GB/s'
+COLUMNS = 'GB/s p50 ratio cli-cpu srv-cpu grpc-GB/s vs-TCPn'
+# Table columns of those figures (vs-TCPn: transport_bench since issue 21;
+# older binaries print no such column and get '-' there).
+INDICES = (3, 5, 8, 10, 11, 12, 17)
 
 
 def command(spec):
@@ -53,15 +56,17 @@ def main():
                 f = line.split()
                 if len(f) >= 13 and re.match(r'\d+x\d+', f[0]):
                     cells[k].setdefault(tuple(f[:3]), []).append(
-                        [float(f[i]) for i in (3, 5, 8, 10, 11, 12)])
+                        [float(f[i]) if i < len(f) else None for i in INDICES])
     print(f"{'cell':34s} | A: {COLUMNS:43s} | B: {COLUMNS}")
     for key in cells[0]:
         def med(k):
             runs = cells[k].get(key, [])
             if not runs:
                 return '-'
-            return ' '.join(f'{statistics.median(r[j] for r in runs):.3g}'
-                            for j in range(6))
+            return ' '.join(
+                f'{statistics.median(r[j] for r in runs):.3g}'
+                if all(r[j] is not None for r in runs) else '-'
+                for j in range(len(INDICES)))
         print(f"{' '.join(key):34s} | {med(0):46s} | {med(1)}")
 
 

@@ -42,11 +42,11 @@ bool Await(grpc::CompletionQueue* cq, void* tag) {
 
 }  // namespace
 
-int RunGrpcEcho(const std::string& port_file) {
+int RunGrpcEcho(const std::string& listen_ip, const std::string& port_file) {
   grpc::AsyncGenericService service;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(listen_ip + ":0", grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterAsyncGenericService(&service);
   builder.SetMaxReceiveMessageSize(-1);

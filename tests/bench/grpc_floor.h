@@ -18,9 +18,9 @@
 
 namespace ps::bench {
 
-// Serves the floor's peer on 127.0.0.1 (any port, written to `port_file`)
+// Serves the floor's peer on `listen_ip` (any port, written to `port_file`)
 // until its one client stream ends. Returns the process exit code.
-int RunGrpcEcho(const std::string& port_file);
+int RunGrpcEcho(const std::string& listen_ip, const std::string& port_file);
 
 // Seconds per exchange: percentiles and the mean (throughput = bytes / mean,
 // the statistic transport_bench uses for its own operations).
