@@ -24,6 +24,8 @@ BINARIES = [
     ("tests/bench/update_bench", "tests/bench/update_bench.cc", "optimizers"),
     ("tests/soak/soak_client", "tests/soak/soak_client.cc", "threads"),
     ("tests/fault_worker", "tests/fault_worker_main.cc", "progress_file"),
+    ("tests/replication/contender", "tests/replication/contender_main.cc",
+     "endpoints"),
 ]
 
 SECTION = re.compile(r"^  Flags from (\S+):$")
