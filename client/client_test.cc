@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "client/fake_parameter_server.h"
+#include "client/testing/fake_parameter_server.h"
 #include "common/bytes.h"
 #include "common/partition.h"
 #include "gmock/gmock.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "client/fake_parameter_server.h"
+#include "client/testing/fake_parameter_server.h"
 #include "client/future.h"
 #include "common/bytes.h"
 #include "gmock/gmock.h"

@@ -2,7 +2,7 @@
 // (dense and sparse, async and sync), versions, steps, worker clocks and
 // dedup windows; damaged files detected with the right message; the newest
 // valid checkpoint chosen; a foreign checkpoint refused.
-#include "server/checkpoint.h"
+#include "server/checkpointer.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,6 +24,7 @@
 #include "common/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/checkpoint_file.h"
 #include "server/executor.h"
 #include "server/shard.h"
 #include "server/worker_registry.h"

@@ -24,16 +24,16 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/process_tuning.h"
+#include "common/command_line.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/process_tuning.h"
+#include "common/status_macros.h"
 #include "server/server.h"
 #include "server/service.h"
 #include "spdlog/spdlog.h"
@@ -112,14 +112,82 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
+// What the command line and the config say this process is.
+struct Setup {
+  ps::ClusterConfig config;
+  int index = -1;
+  std::string log_level;
+  ps::ServerRunOptions options;
+  std::string metrics_port_file;
+  std::string port_file;
+};
+
+// Reads the config and checks the flags against it. An error is a bad
+// command line or config (exit status 2).
+absl::StatusOr<Setup> ReadSetup() {
+  Setup setup;
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) {
+    return absl::InvalidArgumentError("--config is required");
+  }
+  ASSIGN_OR_RETURN(setup.config, ps::LoadClusterConfig(config_path));
+  ASSIGN_OR_RETURN(setup.index, ResolveIndex());
+  if (setup.index >= static_cast<int>(setup.config.servers.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server index ", setup.index, " is outside [0, ",
+                     setup.config.servers.size(), ") (servers in ",
+                     config_path, ")"));
+  }
+  setup.log_level = absl::GetFlag(FLAGS_log_level);
+  if (setup.log_level.empty()) setup.log_level = setup.config.log_level;
+  RETURN_IF_ERROR(ps::ValidateLogLevel(setup.log_level));
+
+  setup.options.listen_address = absl::GetFlag(FLAGS_listen);
+  const int metrics_port_flag = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port_flag != -2) {
+    if (metrics_port_flag < -1 || metrics_port_flag > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics_port=", metrics_port_flag,
+                       " is outside [-1, 65535]"));
+    }
+    setup.options.metrics_port = metrics_port_flag;
+  }
+  setup.metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!setup.metrics_port_file.empty() &&
+      setup.options.metrics_port.value_or(setup.config.server.metrics_port) <
+          0) {
+    return absl::InvalidArgumentError(
+        "--metrics_port_file needs metrics on (server.metrics_port "
+        "or --metrics_port >= 0)");
+  }
+  setup.port_file = absl::GetFlag(FLAGS_port_file);
+  return setup;
+}
+
+// The metrics port file first: a reader that sees the port file may rely on
+// the metrics port file being there too.
+absl::Status WritePortFiles(const Setup& setup, int port, int metrics_port) {
+  if (!setup.metrics_port_file.empty()) {
+    RETURN_IF_ERROR(WritePortFile(setup.metrics_port_file, metrics_port));
+  }
+  if (!setup.port_file.empty()) {
+    RETURN_IF_ERROR(WritePortFile(setup.port_file, port));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ps_server --config FILE [--index I] [--listen HOST:PORT] "
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "one shard of the parameter-server cluster.\n\n"
+      "  ps_server --config FILE [--index I] [--listen HOST:PORT] "
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
-      "[--metrics_port_file PATH]");
-  absl::ParseCommandLine(argc, argv);
+      "[--metrics_port_file PATH]\n\n"
+      "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
+      "bad command line or config; 1 when the server cannot start.",
+      {__FILE__});
   // Before any thread starts: message-sized buffers are reused, not mmapped;
   // no debug lock graph on every Mutex acquisition.
   if (!ps::TuneAllocatorForLargeMessages()) {
@@ -135,48 +203,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const std::string config_path = absl::GetFlag(FLAGS_config);
-  if (config_path.empty()) return Fail(kExitUsage, "--config is required");
-  absl::StatusOr<ps::ClusterConfig> config =
-      ps::LoadClusterConfig(config_path);
-  if (!config.ok()) {
-    return Fail(kExitUsage, std::string(config.status().message()));
-  }
-  absl::StatusOr<int> index = ResolveIndex();
-  if (!index.ok()) return Fail(kExitUsage, std::string(index.status().message()));
-  if (*index >= static_cast<int>(config->servers.size())) {
-    return Fail(kExitUsage,
-                absl::StrCat("server index ", *index, " is outside [0, ",
-                             config->servers.size(), ") (servers in ",
-                             config_path, ")"));
-  }
-  std::string log_level = absl::GetFlag(FLAGS_log_level);
-  if (log_level.empty()) log_level = config->log_level;
-  if (absl::Status s = ps::ValidateLogLevel(log_level); !s.ok()) {
-    return Fail(kExitUsage, std::string(s.message()));
-  }
-  ps::InitLogging(log_level, absl::StrCat("server ", *index));
+  absl::StatusOr<Setup> setup = ReadSetup();
+  if (!setup.ok())
+    return Fail(kExitUsage, std::string(setup.status().message()));
+  ps::InitLogging(setup->log_level, absl::StrCat("server ", setup->index));
 
-  ps::ServerRunOptions options;
-  options.listen_address = absl::GetFlag(FLAGS_listen);
-  const int metrics_port_flag = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port_flag != -2) {
-    if (metrics_port_flag < -1 || metrics_port_flag > 65535) {
-      return Fail(kExitUsage,
-                  absl::StrCat("--metrics_port=", metrics_port_flag,
-                               " is outside [-1, 65535]"));
-    }
-    options.metrics_port = metrics_port_flag;
-  }
-  const std::string metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
-  if (!metrics_port_file.empty() &&
-      options.metrics_port.value_or(config->server.metrics_port) < 0) {
-    return Fail(kExitUsage,
-                "--metrics_port_file needs metrics on (server.metrics_port "
-                "or --metrics_port >= 0)");
-  }
   absl::StatusOr<std::unique_ptr<ps::ParameterServerProcess>> server =
-      ps::ParameterServerProcess::Create(*config, *index, options);
+      ps::ParameterServerProcess::Create(setup->config, setup->index,
+                                         setup->options);
   if (!server.ok()) {
     spdlog::critical("cannot create server: {}", server.status().ToString());
     return Fail(kExitStartFailure, server.status().ToString());
@@ -186,24 +220,11 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start server: {}", port.status().ToString());
     return Fail(kExitStartFailure, port.status().ToString());
   }
-  // The metrics port file first: a reader that sees the port file may rely
-  // on the metrics port file being there too.
-  if (!metrics_port_file.empty()) {
-    if (absl::Status s =
-            WritePortFile(metrics_port_file, (*server)->metrics_port());
-        !s.ok()) {
-      spdlog::critical("{}", s.ToString());
-      (*server)->Stop();
-      return Fail(kExitStartFailure, s.ToString());
-    }
-  }
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    if (absl::Status s = WritePortFile(port_file, *port); !s.ok()) {
-      spdlog::critical("{}", s.ToString());
-      (*server)->Stop();
-      return Fail(kExitStartFailure, s.ToString());
-    }
+  if (absl::Status s = WritePortFiles(*setup, *port, (*server)->metrics_port());
+      !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    (*server)->Stop();
+    return Fail(kExitStartFailure, s.ToString());
   }
 
   int signal_number = 0;

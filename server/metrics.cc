@@ -1,30 +1,17 @@
 #include "server/metrics.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <thread>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <limits>
 #include <sstream>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "prometheus/text_serializer.h"
 
@@ -78,6 +65,129 @@ ClientMetric Counter(double value,
   return metric;
 }
 
+MetricFamily ShardInfoFamily(const proto::ShardInfo& info,
+                             uint32_t shard_index) {
+  MetricFamily shard = Family("ps_shard_info",
+                              "Constant 1; labels describe this shard",
+                              MetricType::Gauge);
+  shard.metric.push_back(Gauge(1, {{"backend", info.backend()},
+                                   {"shard", absl::StrCat(shard_index)},
+                                   {"version", info.version()}}));
+  return shard;
+}
+
+// Per table: requests, bytes in / out, updates, sync step, elements, rows.
+void AppendTableFamilies(const proto::ShardInfo& info,
+                         const proto::StatsResponse& stats,
+                         std::vector<MetricFamily>* families) {
+  // Which tables are sync (their step is meaningful).
+  absl::flat_hash_set<uint32_t> sync_tables;
+  for (const proto::TableSpec& spec : info.tables()) {
+    if (spec.consistency() == proto::SYNC) sync_tables.insert(spec.table_id());
+  }
+  MetricFamily requests = Family(
+      "ps_table_requests_total",
+      "Data requests (chunks) applied to a table, by op; a push_pull "
+      "counts as one push and one pull",
+      MetricType::Counter);
+  MetricFamily received = Family(
+      "ps_table_bytes_received_total",
+      "Payload bytes received for a table (push keys and values, pull keys)",
+      MetricType::Counter);
+  MetricFamily sent =
+      Family("ps_table_bytes_sent_total",
+             "Payload bytes of values sent from a table", MetricType::Counter);
+  MetricFamily updates = Family(
+      "ps_table_updates_applied_total",
+      "Updates applied to a table on this shard (the table version)",
+      MetricType::Counter);
+  MetricFamily step = Family("ps_table_sync_step",
+                             "Steps applied to a sync table on this shard",
+                             MetricType::Gauge);
+  MetricFamily elements = Family(
+      "ps_table_elements", "Float elements held for a table on this shard",
+      MetricType::Gauge);
+  MetricFamily rows =
+      Family("ps_table_rows", "Rows of a sparse table created on this shard",
+             MetricType::Gauge);
+  for (const proto::TableStats& t : stats.tables()) {
+    const ClientMetric::Label table{"table", t.name()};
+    requests.metric.push_back(
+        Counter(static_cast<double>(t.pulls()), {{"op", "pull"}, table}));
+    requests.metric.push_back(
+        Counter(static_cast<double>(t.pushes()), {{"op", "push"}, table}));
+    received.metric.push_back(
+        Counter(static_cast<double>(t.bytes_in()), {table}));
+    sent.metric.push_back(Counter(static_cast<double>(t.bytes_out()), {table}));
+    updates.metric.push_back(
+        Counter(static_cast<double>(t.version()), {table}));
+    if (sync_tables.contains(t.table_id())) {
+      step.metric.push_back(Gauge(static_cast<double>(t.step()), {table}));
+    }
+    elements.metric.push_back(
+        Gauge(static_cast<double>(t.num_elements()), {table}));
+    rows.metric.push_back(Gauge(static_cast<double>(t.num_rows()), {table}));
+  }
+  for (MetricFamily* f :
+       {&requests, &received, &sent, &updates, &step, &elements, &rows}) {
+    families->push_back(std::move(*f));
+  }
+}
+
+// Per worker: clock, liveness, staleness (relative to the slowest live
+// worker); and the number of live workers.
+void AppendWorkerFamilies(const proto::StatsResponse& stats,
+                          std::vector<MetricFamily>* families) {
+  int64_t slowest = std::numeric_limits<int64_t>::max();
+  int64_t live_count = 0;
+  for (const proto::WorkerStats& w : stats.workers()) {
+    if (w.live()) {
+      slowest = std::min(slowest, w.clock());
+      ++live_count;
+    }
+  }
+  MetricFamily clock = Family("ps_worker_clock",
+                              "A worker's clock (finished steps) as seen by "
+                              "this shard",
+                              MetricType::Gauge);
+  MetricFamily live =
+      Family("ps_worker_live", "1 while a worker is live, 0 once evicted",
+             MetricType::Gauge);
+  MetricFamily staleness = Family(
+      "ps_worker_staleness",
+      "A live worker's clock minus the slowest live worker's clock",
+      MetricType::Gauge);
+  for (const proto::WorkerStats& w : stats.workers()) {
+    const ClientMetric::Label worker{"worker", absl::StrCat(w.worker_id())};
+    clock.metric.push_back(Gauge(static_cast<double>(w.clock()), {worker}));
+    live.metric.push_back(Gauge(w.live() ? 1 : 0, {worker}));
+    if (w.live()) {
+      staleness.metric.push_back(
+          Gauge(static_cast<double>(w.clock() - slowest), {worker}));
+    }
+  }
+  MetricFamily live_workers = Family(
+      "ps_live_workers", "Workers currently live", MetricType::Gauge);
+  live_workers.metric.push_back(Gauge(static_cast<double>(live_count)));
+  for (MetricFamily* f : {&clock, &live, &staleness, &live_workers}) {
+    families->push_back(std::move(*f));
+  }
+}
+
+// `last_unix_nanos`: the last durable checkpoint, -1 for none yet.
+MetricFamily CheckpointAgeFamily(int64_t last_unix_nanos) {
+  MetricFamily checkpoint = Family(
+      "ps_checkpoint_age_seconds",
+      "Seconds since the last durable checkpoint; -1 before the first",
+      MetricType::Gauge);
+  checkpoint.metric.push_back(Gauge(
+      last_unix_nanos < 0
+          ? -1.0
+          : absl::ToDoubleSeconds(absl::Now() -
+                                  absl::FromUnixNanos(last_unix_nanos))));
+  return checkpoint;
+}
+
 }  // namespace
 
 // ------------------------------------------------------ LatencyHistogram
@@ -110,187 +220,6 @@ prometheus::ClientMetric::Histogram LatencyHistogram::Collect() const {
   return histogram;
 }
 
-// ---------------------------------------------------------- HttpExporter
-
-// A minimal HTTP/1.x server for GET /metrics: one thread, one connection at a
-// time, every connection closed after its response. Stop() wakes the thread
-// through a pipe and joins it.
-class ServerMetrics::HttpExporter {
- public:
-  using Render = std::function<std::string()>;
-
-  // Binds and starts the thread.
-  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(
-      const std::string& host, int port, Render render) {
-    std::string bind_host = host;
-    if (bind_host.size() >= 2 && bind_host.front() == '[' &&
-        bind_host.back() == ']') {
-      bind_host = bind_host.substr(1, bind_host.size() - 2);
-    }
-    const std::string address = absl::StrCat(host, ":", port);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    addrinfo* resolved = nullptr;
-    const std::string service = absl::StrCat(port);
-    if (const int rc = getaddrinfo(bind_host.empty() ? nullptr : bind_host.c_str(),
-                                   service.c_str(), &hints, &resolved);
-        rc != 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot serve metrics on ", address, ": ", gai_strerror(rc)));
-    }
-    int fd = -1;
-    std::string error = "no address";
-    for (addrinfo* ai = resolved; ai != nullptr; ai = ai->ai_next) {
-      fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-                  ai->ai_protocol);
-      if (fd < 0) {
-        error = std::strerror(errno);
-        continue;
-      }
-      const int one = 1;
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 16) == 0) {
-        break;
-      }
-      error = std::strerror(errno);
-      close(fd);
-      fd = -1;
-    }
-    freeaddrinfo(resolved);
-    if (fd < 0) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve metrics on ", address, ": ", error));
-    }
-    sockaddr_storage bound{};
-    socklen_t bound_len = sizeof(bound);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
-      error = std::strerror(errno);
-      close(fd);
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve metrics on ", address, ": ", error));
-    }
-    const int bound_port =
-        bound.ss_family == AF_INET6
-            ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-            : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    int wake[2];
-    if (pipe2(wake, O_CLOEXEC) != 0) {
-      error = std::strerror(errno);
-      close(fd);
-      return absl::UnavailableError(absl::StrCat(
-          "cannot serve metrics on ", address, ": pipe: ", error));
-    }
-    std::unique_ptr<HttpExporter> exporter(
-        new HttpExporter(fd, wake[0], wake[1], bound_port, std::move(render)));
-    exporter->thread_ = std::thread([e = exporter.get()] { e->Loop(); });
-    return exporter;
-  }
-
-  ~HttpExporter() {
-    const char byte = 0;
-    // The thread wakes on the pipe; a failed write leaves it in poll()
-    // until the next connection, so retry on EINTR only.
-    while (write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
-    }
-    thread_.join();
-    close(listen_fd_);
-    close(wake_read_);
-    close(wake_write_);
-  }
-
-  int port() const { return port_; }
-
- private:
-  HttpExporter(int listen_fd, int wake_read, int wake_write, int port,
-               Render render)
-      : listen_fd_(listen_fd),
-        wake_read_(wake_read),
-        wake_write_(wake_write),
-        port_(port),
-        render_(std::move(render)) {}
-
-  void Loop() {
-    while (true) {
-      pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (fds[1].revents != 0) return;  // Stop
-      if ((fds[0].revents & POLLIN) == 0) continue;
-      const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn < 0) continue;  // e.g. the peer reset before accept
-      Serve(conn);
-      close(conn);
-    }
-  }
-
-  // Reads one request (up to kMaxRequestBytes, within the timeout) and
-  // answers it. Never trusts the peer: every malformed input is a 400.
-  void Serve(int conn) {
-    const timeval timeout = absl::ToTimeval(kExporterIoTimeout);
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    constexpr size_t kMaxRequestBytes = 16 << 10;
-    std::string request;
-    char buffer[2048];
-    while (request.find("\r\n\r\n") == std::string::npos &&
-           request.find("\n\n") == std::string::npos) {
-      if (request.size() > kMaxRequestBytes) {
-        Respond(conn, "400 Bad Request", "request too large\n");
-        return;
-      }
-      const ssize_t n = read(conn, buffer, sizeof(buffer));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // closed, or timed out: nothing to answer
-      request.append(buffer, static_cast<size_t>(n));
-    }
-    const std::string line = request.substr(0, request.find_first_of("\r\n"));
-    const std::vector<std::string> parts = absl::StrSplit(line, ' ');
-    if (parts.size() != 3 || !absl::StartsWith(parts[2], "HTTP/1.")) {
-      Respond(conn, "400 Bad Request", "malformed request line\n");
-      return;
-    }
-    const std::string path = parts[1].substr(0, parts[1].find('?'));
-    if (parts[0] != "GET" && parts[0] != "HEAD") {
-      Respond(conn, "405 Method Not Allowed", "only GET is supported\n");
-      return;
-    }
-    if (path != "/metrics") {
-      Respond(conn, "404 Not Found", "metrics are at /metrics\n");
-      return;
-    }
-    Respond(conn, "200 OK", render_(), parts[0] == "HEAD");
-  }
-
-  static void Respond(int conn, const std::string& status,
-                      const std::string& body, bool head_only = false) {
-    std::string response = absl::StrCat(
-        "HTTP/1.1 ", status,
-        "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"
-        "\r\nContent-Length: ",
-        body.size(), "\r\nConnection: close\r\n\r\n");
-    if (!head_only) response += body;
-    size_t sent = 0;
-    while (sent < response.size()) {
-      const ssize_t n = send(conn, response.data() + sent,
-                             response.size() - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // peer gone or timed out
-      sent += static_cast<size_t>(n);
-    }
-  }
-
-  const int listen_fd_;
-  const int wake_read_;
-  const int wake_write_;
-  const int port_;
-  const Render render_;
-  std::thread thread_;  // owned; joined by the destructor
-};
-
 // --------------------------------------------------------- ServerMetrics
 
 ServerMetrics::ServerMetrics(uint32_t shard_index, MetricsSources sources)
@@ -310,7 +239,8 @@ ServerMetrics::ServerMetrics(uint32_t shard_index, MetricsSources sources)
   // Every child is created here, once: the data path only indexes an array.
   for (int code = 1; code < static_cast<int>(rejected_.size()); ++code) {
     rejected_[code] = &rejected.Add(
-        {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
+        {{"code",
+          absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
   }
 }
 
@@ -351,14 +281,14 @@ absl::StatusOr<int> ServerMetrics::StartExporter(const std::string& host,
   if (exporter_ != nullptr) {
     return absl::FailedPreconditionError("metrics exporter already started");
   }
-  ASSIGN_OR_RETURN(exporter_, HttpExporter::Start(host, port, [this] {
+  ASSIGN_OR_RETURN(exporter_, MetricsHttpExporter::Start(host, port, [this] {
                      return RenderText();
                    }));
   return exporter_->port();
 }
 
 void ServerMetrics::StopExporter() {
-  std::unique_ptr<HttpExporter> exporter;
+  std::unique_ptr<MetricsHttpExporter> exporter;
   {
     absl::MutexLock lock(&exporter_mu_);
     exporter = std::move(exporter_);
@@ -389,138 +319,18 @@ std::string ServerMetrics::RenderText() const {
 
 std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
   std::vector<MetricFamily> families;
-
-  // Latency histograms (data path, lock-free).
-  MetricFamily latency = Family(
-      "ps_data_request_duration_seconds",
-      "Time from receiving a data request to answering it (including "
-      "consistency waits), by op",
-      MetricType::Histogram);
-  for (int op = 1; op < static_cast<int>(latency_.size()); ++op) {
-    ClientMetric metric;
-    metric.label = {{"op", OpLabel(op)}};
-    metric.histogram = latency_[op].Collect();
-    latency.metric.push_back(std::move(metric));
-  }
-  families.push_back(std::move(latency));
-
+  families.push_back(CollectLatency());
   // Read once per scrape: the shard info (table specs) and the stats.
   const proto::ShardInfo info =
       sources_.info ? sources_.info() : proto::ShardInfo();
-  if (sources_.info) {
-    MetricFamily shard = Family(
-        "ps_shard_info", "Constant 1; labels describe this shard",
-        MetricType::Gauge);
-    shard.metric.push_back(Gauge(1, {{"backend", info.backend()},
-                                     {"shard", absl::StrCat(shard_index_)},
-                                     {"version", info.version()}}));
-    families.push_back(std::move(shard));
-  }
-
+  if (sources_.info) families.push_back(ShardInfoFamily(info, shard_index_));
   if (sources_.stats) {
-    // Which tables are sync (their step is meaningful).
-    absl::flat_hash_set<uint32_t> sync_tables;
-    for (const proto::TableSpec& spec : info.tables()) {
-      if (spec.consistency() == proto::SYNC) sync_tables.insert(spec.table_id());
-    }
     const proto::StatsResponse stats = sources_.stats();
-
-    MetricFamily requests = Family(
-        "ps_table_requests_total",
-        "Data requests (chunks) applied to a table, by op; a push_pull "
-        "counts as one push and one pull",
-        MetricType::Counter);
-    MetricFamily received = Family(
-        "ps_table_bytes_received_total",
-        "Payload bytes received for a table (push keys and values, pull keys)",
-        MetricType::Counter);
-    MetricFamily sent =
-        Family("ps_table_bytes_sent_total",
-               "Payload bytes of values sent from a table", MetricType::Counter);
-    MetricFamily updates = Family(
-        "ps_table_updates_applied_total",
-        "Updates applied to a table on this shard (the table version)",
-        MetricType::Counter);
-    MetricFamily step = Family("ps_table_sync_step",
-                               "Steps applied to a sync table on this shard",
-                               MetricType::Gauge);
-    MetricFamily elements =
-        Family("ps_table_elements",
-               "Float elements held for a table on this shard", MetricType::Gauge);
-    MetricFamily rows =
-        Family("ps_table_rows", "Rows of a sparse table created on this shard",
-               MetricType::Gauge);
-    for (const proto::TableStats& t : stats.tables()) {
-      const ClientMetric::Label table{"table", t.name()};
-      requests.metric.push_back(
-          Counter(static_cast<double>(t.pulls()), {{"op", "pull"}, table}));
-      requests.metric.push_back(
-          Counter(static_cast<double>(t.pushes()), {{"op", "push"}, table}));
-      received.metric.push_back(
-          Counter(static_cast<double>(t.bytes_in()), {table}));
-      sent.metric.push_back(Counter(static_cast<double>(t.bytes_out()), {table}));
-      updates.metric.push_back(
-          Counter(static_cast<double>(t.version()), {table}));
-      if (sync_tables.contains(t.table_id())) {
-        step.metric.push_back(Gauge(static_cast<double>(t.step()), {table}));
-      }
-      elements.metric.push_back(
-          Gauge(static_cast<double>(t.num_elements()), {table}));
-      rows.metric.push_back(Gauge(static_cast<double>(t.num_rows()), {table}));
-    }
-    for (MetricFamily* f :
-         {&requests, &received, &sent, &updates, &step, &elements, &rows}) {
-      families.push_back(std::move(*f));
-    }
-
-    // Workers: staleness is relative to the slowest live worker.
-    int64_t slowest = std::numeric_limits<int64_t>::max();
-    int64_t live_count = 0;
-    for (const proto::WorkerStats& w : stats.workers()) {
-      if (w.live()) {
-        slowest = std::min(slowest, w.clock());
-        ++live_count;
-      }
-    }
-    MetricFamily clock = Family("ps_worker_clock",
-                                "A worker's clock (finished steps) as seen by "
-                                "this shard",
-                                MetricType::Gauge);
-    MetricFamily live =
-        Family("ps_worker_live", "1 while a worker is live, 0 once evicted",
-               MetricType::Gauge);
-    MetricFamily staleness = Family(
-        "ps_worker_staleness",
-        "A live worker's clock minus the slowest live worker's clock",
-        MetricType::Gauge);
-    for (const proto::WorkerStats& w : stats.workers()) {
-      const ClientMetric::Label worker{"worker", absl::StrCat(w.worker_id())};
-      clock.metric.push_back(Gauge(static_cast<double>(w.clock()), {worker}));
-      live.metric.push_back(Gauge(w.live() ? 1 : 0, {worker}));
-      if (w.live()) {
-        staleness.metric.push_back(
-            Gauge(static_cast<double>(w.clock() - slowest), {worker}));
-      }
-    }
-    MetricFamily live_workers = Family(
-        "ps_live_workers", "Workers currently live", MetricType::Gauge);
-    live_workers.metric.push_back(Gauge(static_cast<double>(live_count)));
-    for (MetricFamily* f : {&clock, &live, &staleness, &live_workers}) {
-      families.push_back(std::move(*f));
-    }
+    AppendTableFamilies(info, stats, &families);
+    AppendWorkerFamilies(stats, &families);
   }
-
-  MetricFamily checkpoint = Family(
-      "ps_checkpoint_age_seconds",
-      "Seconds since the last durable checkpoint; -1 before the first",
-      MetricType::Gauge);
-  const int64_t last =
-      last_checkpoint_unix_nanos_.load(std::memory_order_relaxed);
-  checkpoint.metric.push_back(Gauge(
-      last < 0 ? -1.0
-               : absl::ToDoubleSeconds(absl::Now() - absl::FromUnixNanos(last))));
-  families.push_back(std::move(checkpoint));
-
+  families.push_back(CheckpointAgeFamily(
+      last_checkpoint_unix_nanos_.load(std::memory_order_relaxed)));
   MetricFamily memory =
       Family("ps_process_resident_memory_bytes",
              "Resident set size of the server process", MetricType::Gauge);
@@ -534,6 +344,21 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
                                 }),
                  families.end());
   return families;
+}
+
+MetricFamily ServerMetrics::CollectLatency() const {
+  MetricFamily latency = Family(
+      "ps_data_request_duration_seconds",
+      "Time from receiving a data request to answering it (including "
+      "consistency waits), by op",
+      MetricType::Histogram);
+  for (int op = 1; op < static_cast<int>(latency_.size()); ++op) {
+    ClientMetric metric;
+    metric.label = {{"op", OpLabel(op)}};
+    metric.histogram = latency_[op].Collect();
+    latency.metric.push_back(std::move(metric));
+  }
+  return latency;
 }
 
 int64_t ResidentMemoryBytes() {

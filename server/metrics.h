@@ -36,17 +36,7 @@
 //       SetLastCheckpointTime() is first called
 //   ps_process_resident_memory_bytes                      gauge
 //
-// The HTTP exporter (StartExporter) serves GET /metrics (HTTP/1.0 and 1.1,
-// one request per connection) in the Prometheus text format, rendered by
-// prometheus-cpp's TextSerializer, on one thread it owns and joins in
-// StopExporter() / the destructor. It is ours rather than
-// prometheus::Exposer because civetweb (inside Exposer) starts its threads
-// with a fixed ~100 KB stack, and in a ps_server that links cuBLAS/cuBLASLt
-// the static TLS of those libraries (~110 KB) is larger than that stack, so
-// civetweb cannot start a thread at all. Scrapes are served one at a time; a
-// client that stalls is cut off after kExporterIoTimeout. Anything but GET
-// /metrics gets 404 (other paths) or 405 (other methods); a malformed or
-// oversized request gets 400.
+// StartExporter serves them over HTTP (server/metrics_http_exporter.h).
 //
 // Thread safety: thread-safe. The sources are called from exporter threads
 // (and from Collect() callers); they must be thread-safe and stay valid
@@ -72,11 +62,9 @@
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "proto/ps.pb.h"
+#include "server/metrics_http_exporter.h"
 
 namespace ps {
-
-// Per-connection read / write timeout of the metrics exporter.
-inline constexpr absl::Duration kExporterIoTimeout = absl::Seconds(2);
 
 // Where scrape-time metrics come from. Either may be empty (then its
 // families are left out).
@@ -142,9 +130,9 @@ class ServerMetrics {
   std::string RenderText() const;
 
  private:
-  class HttpExporter;  // metrics.cc
-
+  // The families read at scrape time (see the list above), in that order.
   std::vector<prometheus::MetricFamily> CollectScrapeTime() const;
+  prometheus::MetricFamily CollectLatency() const;
 
   // Constant after construction.
   const uint32_t shard_index_;
@@ -160,7 +148,7 @@ class ServerMetrics {
   std::atomic<int64_t> last_checkpoint_unix_nanos_{-1};
 
   mutable absl::Mutex exporter_mu_;
-  std::unique_ptr<HttpExporter> exporter_ ABSL_GUARDED_BY(exporter_mu_);
+  std::unique_ptr<MetricsHttpExporter> exporter_ ABSL_GUARDED_BY(exporter_mu_);
 };
 
 // Resident set size of this process in bytes (from /proc/self/statm), or -1

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "common/backend/cpu_update_backend.h"
+#include "common/command_line.h"
 #include "common/config.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/data_request_view.h"
@@ -191,7 +191,12 @@ int Main() {
 }  // namespace ps
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "CPU cost of the server's receive path (decode, validate, apply) of one "
+      "pushed chunk, in-process, against memcpy.\n\n"
+      "  receive_path_bench [--chunk_kib=512] [--slice_kib=8] [--reps=15]",
+      {__FILE__});
   // As ps_server (TuneAllocatorForLargeMessages, common/process_tuning.h): chunk
   // buffers come from the heap, not from fresh mmap()ed pages.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);

@@ -2,48 +2,22 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/backend/update_backend.h"
-#include "common/file_util.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "server/server_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
 namespace {
 
 constexpr char kServiceName[] = "ps.proto.ParameterServer";
-
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
-    const TlsConfig& tls) {
-  if (!tls.enabled) return grpc::InsecureServerCredentials();
-  if (tls.cert_file.empty() || tls.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "tls.enabled needs tls.cert_file and tls.key_file");
-  }
-  grpc::SslServerCredentialsOptions options(
-      tls.require_client_cert
-          ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  ASSIGN_OR_RETURN(std::string cert, ReadFileToString(tls.cert_file, "tls.cert_file"));
-  ASSIGN_OR_RETURN(std::string key, ReadFileToString(tls.key_file, "tls.key_file"));
-  if (!tls.ca_file.empty()) {
-    ASSIGN_OR_RETURN(options.pem_root_certs,
-                     ReadFileToString(tls.ca_file, "tls.ca_file"));
-  } else if (tls.require_client_cert) {
-    return absl::InvalidArgumentError(
-        "tls.require_client_cert needs tls.ca_file");
-  }
-  options.pem_key_cert_pairs.push_back({key, cert});
-  return grpc::SslServerCredentials(options);
-}
 
 }  // namespace
 
@@ -140,7 +114,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
     started_ = true;
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   MakeCredentials(config_.tls));
+                   ServerCredentials(config_.tls));
   const int metrics_port =
       options_.metrics_port.value_or(config_.server.metrics_port);
   if (metrics_port >= 0) {

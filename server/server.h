@@ -25,7 +25,7 @@
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
-#include "server/checkpoint.h"
+#include "server/checkpointer.h"
 #include "server/data_stream.h"
 #include "server/executor.h"
 #include "server/health_service.h"

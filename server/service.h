@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
-#include "server/checkpoint.h"
+#include "server/checkpointer.h"
 #include "server/server_queue.h"
 #include "server/shard.h"
 #include "server/unary_call.h"

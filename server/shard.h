@@ -143,7 +143,7 @@ class Shard {
   // forgets the dedup windows of clients idle since before now - 1 h.
   void CheckLiveness(absl::Time now);
 
-  // Checkpoints (checkpoint.h): a copy of every table (each consistent on
+  // Checkpoints (checkpointer.h): a copy of every table (each consistent on
   // its own, see ShardTable::Snapshot, with `sync_wait` for sync step
   // boundaries) and of the worker clocks. Errors: the stores'.
   absl::StatusOr<ShardState> Snapshot(absl::Duration sync_wait);

@@ -1,5 +1,5 @@
 // A copy of a shard's durable state: what a checkpoint holds
-// (server/checkpoint.h writes and reads it; ShardTable::Snapshot / Restore
+// (server/checkpoint_format.h encodes it; ShardTable::Snapshot / Restore
 // and Shard::Snapshot / Restore produce and consume it).
 //
 // Plain data; no thread safety of its own.

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "common/command_line.h"
 #include "common/config.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config YAML");
@@ -46,7 +46,12 @@ void WriteProgress(const std::string& path, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "a sync-mode worker process for fault-injection tests.\n\n"
+      "  fault_worker --config FILE --servers H:P,H:P --worker_id W --steps N "
+      "--progress_file PATH",
+      {__FILE__});
   absl::StatusOr<ps::ClusterConfig> config =
       ps::LoadClusterConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return Fail(config.status());

@@ -14,9 +14,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
+#include "common/command_line.h"
 #include "common/config.h"
 #include "worker/cpu_model.h"
 #include "worker/data_loader.h"
@@ -43,9 +42,12 @@ int Fail(int code, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "local_train --config FILE: in-process training reference");
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "the in-process trainer (no servers): the reference ps_worker is "
+      "compared against.\n\n  local_train --config FILE [--table NAME] "
+      "[--batch_size N] [--epochs N] [--blas_threads N]",
+      {__FILE__});
   if (absl::GetFlag(FLAGS_config).empty()) {
     std::fprintf(stderr, "local_train: --config is required\n");
     return 2;

@@ -20,12 +20,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "common/command_line.h"
 #include "common/process_tuning.h"
 #include "common/config.h"
 #include "common/logging.h"
@@ -95,6 +94,26 @@ absl::StatusOr<int> ResolveIndex(int num_workers) {
   return index;
 }
 
+// The training loop's options: the config's training section and the flags.
+ps::worker::PsWorkerOptions WorkerOptions(const ps::ClusterConfig& config,
+                                          int index) {
+  const ps::TrainingConfig& training = config.training;
+  ps::worker::PsWorkerOptions options;
+  options.worker_index = index;
+  options.schedule.batch_size = training.batch_size;
+  options.schedule.epochs = training.epochs;
+  options.schedule.lr_decay = training.lr_decay;
+  options.schedule.shuffle = absl::GetFlag(FLAGS_shuffle);
+  options.schedule.seed = training.seed;
+  options.schedule.stream = index;
+  options.eval_every_steps = training.eval_every_steps;
+  options.log_every_steps = absl::GetFlag(FLAGS_log_every_steps);
+  options.num_workers = config.num_workers;
+  options.average_async_pushes = absl::GetFlag(FLAGS_average_async_pushes);
+  options.dump_params_prefix = absl::GetFlag(FLAGS_dump_params_prefix);
+  return options;
+}
+
 int Fail(int code, const absl::Status& status) {
   spdlog::error("{}", status.ToString());
   std::fprintf(stderr, "ps_worker: %s\n", status.ToString().c_str());
@@ -104,10 +123,14 @@ int Fail(int code, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ps_worker --config FILE [--index I]: trains the config's model on this "
-      "worker's shard against the parameter servers");
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "trains the config's model on this worker's shard against the "
+      "parameter servers.\n\n  ps_worker --config FILE [--index I] ...\n\n"
+      "--index defaults to $PS_WORKER_INDEX, else $JOB_COMPLETION_INDEX. Exit "
+      "status: 0 after training; 2 for a bad command line, config or data; 1 "
+      "when training fails.",
+      {__FILE__});
   // Before any thread starts: message-sized gRPC buffers are reused, not
   // mmapped per message; no debug lock graph (common/process_tuning.h).
   if (!ps::TuneAllocatorForLargeMessages()) {
@@ -162,22 +185,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<ps::TableInfo> table = (*client)->GetTable((*table_config)->name);
   if (!table.ok()) return Fail(kExitFailure, table.status());
 
-  ps::worker::PsWorkerOptions options;
-  options.worker_index = *index;
-  options.schedule.batch_size = training.batch_size;
-  options.schedule.epochs = training.epochs;
-  options.schedule.lr_decay = training.lr_decay;
-  options.schedule.shuffle = absl::GetFlag(FLAGS_shuffle);
-  options.schedule.seed = training.seed;
-  options.schedule.stream = *index;
-  options.eval_every_steps = training.eval_every_steps;
-  options.log_every_steps = absl::GetFlag(FLAGS_log_every_steps);
-  options.num_workers = config->num_workers;
-  options.average_async_pushes = absl::GetFlag(FLAGS_average_async_pushes);
-  options.dump_params_prefix = absl::GetFlag(FLAGS_dump_params_prefix);
   absl::StatusOr<ps::worker::TrainResult> result = ps::worker::RunPsWorker(
-      client->get(), *table, model->get(), *shard, data->test, options,
-      ps::worker::StdoutSink());
+      client->get(), *table, model->get(), *shard, data->test,
+      WorkerOptions(*config, *index), ps::worker::StdoutSink());
   if (!result.ok()) return Fail(kExitFailure, result.status());
   spdlog::info("done: {} steps, {:.1f} samples/s{}", result->steps,
                result->samples_per_s,

@@ -21,7 +21,8 @@ mkdir -p "$prefix"
 tar -C "$prefix" -xf "$R/client/sdk/ps_client_sdk.tar"
 # The public headers must not drag in the built-in worker (its headers or
 # its training settings) or generated protocol code.
-if find "$prefix/include" -path '*worker*' -o -name '*.pb.h' | grep -q . ||
+forbidden="$(find "$prefix/include" -path '*worker*' -o -name '*.pb.h')"
+if [[ -n $forbidden ]] ||
    grep -rq TrainingConfig "$prefix/include"; then
   echo "FAIL: SDK headers include the worker's or protobuf headers" >&2
   find "$prefix/include" >&2
@@ -55,12 +56,17 @@ grep -q "grpc++ 0.0.1 (here: " "$T/cmake-other.log" ||
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 g++ -O1 -o "$T/train_linear-pc" "$example/train_linear.cc" \
   $(pkg-config --cflags --libs ps_client)
-if ldd "$T/build-static/train_linear" | grep -q libps_client; then
+# ldd's output is captured first: `ldd | grep -q` under pipefail fails at
+# random when grep exits at its first match and ldd gets SIGPIPE.
+static_libs="$(ldd "$T/build-static/train_linear")"
+if grep -q libps_client <<<"$static_libs"; then
   echo "FAIL: the static build links libps_client.so" >&2
   exit 1
 fi
-ldd "$T/build-shared/train_linear" | grep -q "$prefix/lib/libps_client.so.0" ||
-  { echo "FAIL: the shared build does not use the SDK's .so" >&2; exit 1; }
+shared_libs="$(ldd "$T/build-shared/train_linear")"
+grep -q "$prefix/lib/libps_client.so.0" <<<"$shared_libs" ||
+  { echo "FAIL: the shared build does not use the SDK's .so:" >&2
+    echo "$shared_libs" >&2; exit 1; }
 
 cat >"$T/cluster.yaml" <<'YAML'
 cluster:

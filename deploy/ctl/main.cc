@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/command_line.h"
 #include "common/config.h"
 #include "deploy/ctl/config_reference.h"
 #include "deploy/ctl/ctl.h"
@@ -128,8 +128,12 @@ int InjectToken() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional = ps::ParseCommandLineWithHelp(
+      argc, argv,
+      absl::StrCat("admin CLI of the parameter-server cluster.\n\n  ", kUsage,
+                   "\n\nExit status: 0 OK; 1 a server unreachable / not "
+                   "serving or an RPC failed; 2 bad command line or config."),
+      {__FILE__});
   if (positional.size() != 2) {
     return Usage(
         "expected exactly one command: status, stats, checkpoint, "

@@ -49,9 +49,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/command_line.h"
 #include "deploy/launcher/default_config.h"
 #include "deploy/launcher/launcher.h"
 
@@ -294,10 +293,19 @@ int Report(const absl::StatusOr<ps::launcher::LaunchResult>& result) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ps_launch [--config FILE]: runs the servers and workers of a cluster "
-      "config on this machine and reports the training result");
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "runs the servers and workers of a cluster config on this machine and "
+      "reports the training result.\n\n"
+      "  ps_launch [--config FILE] [--servers S] [--workers W] "
+      "[--consistency sync|async|ssp] [--epochs E] [--set path=value ...] "
+      "[--worker_cmd CMD] [--servers_only] [--kill_server I --kill_after_s T] "
+      "...\n\n"
+      "Without --config it runs the embedded default "
+      "(deploy/examples/fashion_mnist.yaml). Exit status: 0 on success; 1 when "
+      "a process failed; 2 for a bad command line or config; 130 when "
+      "interrupted.",
+      {__FILE__});
 
   ps::launcher::LaunchOptions options;
   if (!ReadConfig(&options) || !OptionsFromFlags(argv[0], &options)) return 2;

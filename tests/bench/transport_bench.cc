@@ -72,12 +72,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/command_line.h"
 #include "tests/bench/grpc_floor.h"
 #include "tests/bench/transport_bench_ceiling.h"
 #include "tests/bench/transport_bench_link.h"
@@ -816,7 +816,14 @@ int RunWorkerRole() {
 }  // namespace ps::bench
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "dense / sparse push and pull through real ps_server processes, next to "
+      "the loopback TCP ceiling and the bare-gRPC floor of the same run.\n\n"
+      "  transport_bench [--configs 1x1,2x2] [--sizes B,...] "
+      "[--ops push,pull,push_pull,sparse] [--runs N] [--quick] "
+      "[--json_out FILE] ...",
+      {__FILE__});
   signal(SIGPIPE, SIG_IGN);
   const std::string role = absl::GetFlag(FLAGS_role);
   const std::string listen_ip = absl::GetFlag(FLAGS_listen_ip);

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -41,6 +40,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "common/backend/update_backend.h"
+#include "common/command_line.h"
 #include "common/config.h"
 #include "common/optimizers/optimizer_registry.h"
 
@@ -464,6 +464,12 @@ int Main() {
 }  // namespace ps
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "optimizer update throughput of the CPU and CUDA backends against the "
+      "memcpy / device copy ceiling.\n\n"
+      "  update_bench [--sizes N,...] [--optimizers sgd,...] "
+      "[--backends cpu,cuda] [--reps N]",
+      {__FILE__});
   return ps::Main();
 }

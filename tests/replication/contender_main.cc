@@ -22,9 +22,9 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/command_line.h"
 #include "server/replication/elector.h"
 #include "server/replication/etcd_client.h"
 
@@ -59,7 +59,13 @@ void PrintRole(const ps::replication::RoleState& s, bool was_primary) {
 
 int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "a contender process for the replication tests: campaigns in one "
+      "election and prints a ROLE line per role change.\n\n"
+      "  contender --endpoints HOST:PORT,... [--prefix P] [--value V] "
+      "[--ttl_s N] [--keepalive_ms N]",
+      {__FILE__});
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
   signal(SIGPIPE, SIG_IGN);

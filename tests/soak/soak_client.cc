@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "common/command_line.h"
 #include "tests/soak/soak_workload.h"
 
 ABSL_FLAG(std::string, servers, "", "comma-separated host:port, shard order");
@@ -189,6 +189,11 @@ int Main() {
 }  // namespace ps
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  ps::ParseCommandLineWithHelp(
+      argc, argv,
+      "one process of the soak test (tests/soak/soak_test.cc).\n\n"
+      "  soak_client --servers H:P,... [--threads N] [--seconds S] [--seed N] "
+      "--out FILE",
+      {__FILE__});
   return ps::Main();
 }

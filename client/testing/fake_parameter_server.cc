@@ -1,14 +1,25 @@
-#include "client/fake_parameter_server.h"
+#include "client/testing/fake_parameter_server.h"
 
 #include <cstring>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "proto/table_spec_conversion.h"
 #include "common/bytes.h"
 #include "common/partition.h"
+#include "proto/table_spec_conversion.h"
 
 namespace ps::testing {
+namespace {
+
+// A DataResponse that carries an error.
+proto::DataResponse Failure(grpc::StatusCode code, const std::string& message) {
+  proto::DataResponse response;
+  response.set_status_code(code);
+  response.set_status_message(message);
+  return response;
+}
+
+}  // namespace
 
 // One DataStream: answers each request in order, one write in flight.
 class FakeParameterServer::StreamReactor final
@@ -298,89 +309,92 @@ proto::DataResponse FakeParameterServer::Process(
 
 proto::DataResponse FakeParameterServer::ProcessLocked(
     const proto::DataRequest& request) {
-  proto::DataResponse response;
-  auto fail = [&response](grpc::StatusCode code, const std::string& message) {
-    response.set_status_code(code);
-    response.set_status_message(message);
-    return response;
-  };
   auto it = tables_.find(request.table_id());
   if (it == tables_.end()) {
-    return fail(grpc::StatusCode::NOT_FOUND,
-                absl::StrCat("no table ", request.table_id()));
+    return Failure(grpc::StatusCode::NOT_FOUND,
+                   absl::StrCat("no table ", request.table_id()));
   }
-  Table& table = it->second;
-  const bool push =
-      request.op() == proto::PUSH || request.op() == proto::PUSH_PULL;
-  const bool pull =
-      request.op() == proto::PULL || request.op() == proto::PUSH_PULL;
-  const bool duplicate =
-      push && !seen_pushes_.insert({request.client_id(), request.request_id()})
-                   .second;
+  Access access;
+  access.push = request.op() == proto::PUSH || request.op() == proto::PUSH_PULL;
+  access.pull = request.op() == proto::PULL || request.op() == proto::PUSH_PULL;
+  access.duplicate =
+      access.push &&
+      !seen_pushes_.insert({request.client_id(), request.request_id()}).second;
+  return it->second.config.kind == TableKind::kDense
+             ? ProcessDenseLocked(request, access, &it->second)
+             : ProcessSparseLocked(request, access, &it->second);
+}
+
+proto::DataResponse FakeParameterServer::ProcessDenseLocked(
+    const proto::DataRequest& request, Access access, Table* table) {
   const int64_t num_values = RawCount<float>(request.values());
-  if (table.config.kind == TableKind::kDense) {
-    const uint64_t begin = request.offset();
-    const uint64_t end = begin + request.length();
-    if (begin < table.begin || end > table.begin + table.dense.size() ||
-        request.length() == 0) {
-      return fail(grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("range [", begin, ", ", end,
-                               ") not owned by shard ",
-                               options_.shard_index));
-    }
-    float* w = table.dense.data() + (begin - table.begin);
-    if (push) {
-      if (num_values != static_cast<int64_t>(request.length())) {
-        return fail(grpc::StatusCode::INVALID_ARGUMENT, "wrong value count");
-      }
-      if (!duplicate) {
-        absl::Span<const float> g = ViewRaw<float>(request.values());
-        for (uint64_t i = 0; i < request.length(); ++i) w[i] -= g[i];
-        ++applied_pushes_;
-      }
-    }
-    if (pull) {
-      response.set_values(std::string(reinterpret_cast<const char*>(w),
-                                      request.length() * sizeof(float)));
-    }
-    return response;
+  const uint64_t begin = request.offset();
+  const uint64_t end = begin + request.length();
+  if (begin < table->begin || end > table->begin + table->dense.size() ||
+      request.length() == 0) {
+    return Failure(grpc::StatusCode::INVALID_ARGUMENT,
+                   absl::StrCat("range [", begin, ", ", end,
+                                ") not owned by shard ", options_.shard_index));
   }
-  // Sparse.
+  float* w = table->dense.data() + (begin - table->begin);
+  if (access.push) {
+    if (num_values != static_cast<int64_t>(request.length())) {
+      return Failure(grpc::StatusCode::INVALID_ARGUMENT, "wrong value count");
+    }
+    if (!access.duplicate) {
+      absl::Span<const float> g = ViewRaw<float>(request.values());
+      for (uint64_t i = 0; i < request.length(); ++i) w[i] -= g[i];
+      ++applied_pushes_;
+    }
+  }
+  proto::DataResponse response;
+  if (access.pull) {
+    response.set_values(std::string(reinterpret_cast<const char*>(w),
+                                    request.length() * sizeof(float)));
+  }
+  return response;
+}
+
+proto::DataResponse FakeParameterServer::ProcessSparseLocked(
+    const proto::DataRequest& request, Access access, Table* table) {
+  const int64_t num_values = RawCount<float>(request.values());
   const int64_t num_keys = RawCount<uint64_t>(request.keys());
   if (num_keys <= 0) {
-    return fail(grpc::StatusCode::INVALID_ARGUMENT, "no keys");
+    return Failure(grpc::StatusCode::INVALID_ARGUMENT, "no keys");
   }
   absl::Span<const uint64_t> keys = ViewRaw<uint64_t>(request.keys());
-  const uint32_t dim = table.config.dim;
+  const uint32_t dim = table->config.dim;
   for (int64_t i = 0; i < num_keys; ++i) {
     if (i > 0 && keys[i] <= keys[i - 1]) {
-      return fail(grpc::StatusCode::INVALID_ARGUMENT,
-                  "keys not sorted and unique");
+      return Failure(grpc::StatusCode::INVALID_ARGUMENT,
+                     "keys not sorted and unique");
     }
     if (SparseShardOf(keys[i], options_.num_shards) != options_.shard_index) {
-      return fail(grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("key ", keys[i], " not owned"));
+      return Failure(grpc::StatusCode::INVALID_ARGUMENT,
+                     absl::StrCat("key ", keys[i], " not owned"));
     }
   }
-  if (push && num_values != num_keys * static_cast<int64_t>(dim)) {
-    return fail(grpc::StatusCode::INVALID_ARGUMENT, "wrong value count");
+  if (access.push && num_values != num_keys * static_cast<int64_t>(dim)) {
+    return Failure(grpc::StatusCode::INVALID_ARGUMENT, "wrong value count");
   }
+  const bool apply = access.push && !access.duplicate;
   std::string out;
   for (int64_t i = 0; i < num_keys; ++i) {
-    std::vector<float>& row = table.rows[keys[i]];
+    std::vector<float>& row = table->rows[keys[i]];
     if (row.empty()) {
       for (uint32_t d = 0; d < dim; ++d) {
         row.push_back(static_cast<float>(keys[i] % 1000) + 0.25f * d);
       }
     }
-    if (push && !duplicate) {
+    if (apply) {
       absl::Span<const float> g = ViewRaw<float>(request.values());
       for (uint32_t d = 0; d < dim; ++d) row[d] -= g[i * dim + d];
     }
-    if (pull) AppendRaw<float>(row, &out);
+    if (access.pull) AppendRaw<float>(row, &out);
   }
-  if (push && !duplicate) ++applied_pushes_;
-  if (pull) response.set_values(std::move(out));
+  if (apply) ++applied_pushes_;
+  proto::DataResponse response;
+  if (access.pull) response.set_values(std::move(out));
   return response;
 }
 

@@ -9,8 +9,8 @@
 // this shard, keys sorted and unique, value lengths.
 //
 // Thread safety: thread-safe.
-#ifndef PS_CLIENT_FAKE_PARAMETER_SERVER_H_
-#define PS_CLIENT_FAKE_PARAMETER_SERVER_H_
+#ifndef PS_CLIENT_TESTING_FAKE_PARAMETER_SERVER_H_
+#define PS_CLIENT_TESTING_FAKE_PARAMETER_SERVER_H_
 
 #include <cstdint>
 #include <map>
@@ -84,7 +84,19 @@ class FakeParameterServer {
 
   explicit FakeParameterServer(const Options& options);
   proto::DataResponse Process(const proto::DataRequest& request);
+  // What a data request does to its table.
+  struct Access {
+    bool push = false;
+    bool pull = false;
+    bool duplicate = false;  // a push already applied (same client and id)
+  };
   proto::DataResponse ProcessLocked(const proto::DataRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  proto::DataResponse ProcessDenseLocked(const proto::DataRequest& request,
+                                         Access access, Table* table)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  proto::DataResponse ProcessSparseLocked(const proto::DataRequest& request,
+                                          Access access, Table* table)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Authorized(grpc::CallbackServerContext* context) const;
   void AddTableLocked(const TableConfig& config)
@@ -111,4 +123,4 @@ class FakeParameterServer {
 
 }  // namespace ps::testing
 
-#endif  // PS_CLIENT_FAKE_PARAMETER_SERVER_H_
+#endif  // PS_CLIENT_TESTING_FAKE_PARAMETER_SERVER_H_

@@ -1,26 +1,7 @@
-// Durable shard checkpoints.
-//
-// Layout: <checkpoint_dir>/shard-<i>-of-<S>/ckpt-<seq>.bin, seq counting up
-// from 1 per shard directory (printed with 12 digits so names sort by seq).
-// A file is written to "<name>.tmp", fsync'ed, renamed into place, and the
-// directory is fsync'ed, so a crash leaves either the old set of files or the
-// new one (plus possibly a stale .tmp, removed at the next start). The newest
-// `keep` (2) checkpoints are kept.
-//
-// File format (little-endian, format version 1):
-//   magic "PSCKPT\r\n" (8 bytes) | u32 format version | u32 0 | u64 file size
-//   header: u32 shard | u32 num_shards | u64 partition fingerprint | u64 seq
-//           | i64 unix time ms | u32 n, n x (u32 length, TableSpec proto)
-//   u32 section count, sections: u32 tag | u64 payload length | payload
-//     tag 1, one per table: id, version, steps, statistics, values, optimizer
-//            slots, sparse id -> row map, dedup windows
-//     tag 2, workers: floor clock, barriers completed, per worker clock and
-//            barriers arrived
-//   u64 XXH64 (seed 0) of every byte before it.
-// A reader checks, in this order, the length (truncated / trailing bytes),
-// the magic, the format version and the checksum before it parses anything,
-// and the parser is bounds-checked, so a damaged file is reported (DATA_LOSS
-// naming the file and the problem) and never loaded.
+// Schedules a shard's checkpoints: restores the newest valid one at start,
+// then writes one periodically, on request and at shutdown. The files are
+// server/checkpoint_file.h's, their bytes server/checkpoint_format.h's. The
+// newest `keep` (2) checkpoints are kept.
 //
 // What a restart loses: the updates applied after the newest valid
 // checkpoint (periodic: at most checkpoint_interval_s of training; a graceful
@@ -32,60 +13,25 @@
 // only in a checkpoint taken at a step boundary (see ShardTable::Snapshot;
 // the final SIGTERM checkpoint of a job that is mid-step leaves the open
 // step's pushes out and logs how many).
-#ifndef PS_SERVER_CHECKPOINT_H_
-#define PS_SERVER_CHECKPOINT_H_
+#ifndef PS_SERVER_CHECKPOINTER_H_
+#define PS_SERVER_CHECKPOINTER_H_
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/checkpoint_file.h"
 #include "server/shard.h"
 #include "server/shard_state.h"
 
 namespace ps {
-
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
-
-// "<root>/shard-<shard>-of-<num_shards>".
-std::string ShardCheckpointDir(const std::string& root, uint32_t shard,
-                               uint32_t num_shards);
-
-struct CheckpointFile {
-  uint64_t seq = 0;
-  std::string path;
-};
-
-// The ckpt-<seq>.bin files of `shard_dir`, newest (highest seq) first. A
-// missing directory has none. INTERNAL when it cannot be listed.
-absl::StatusOr<std::vector<CheckpointFile>> ListCheckpoints(
-    const std::string& shard_dir);
-
-struct CheckpointInfo {
-  std::string path;
-  uint64_t seq = 0;
-  uint64_t bytes = 0;
-  absl::Duration duration;
-};
-
-// Writes `state` as checkpoint `seq` in `shard_dir` (created if missing)
-// durably (temp file, fsync, rename, directory fsync). INTERNAL with the
-// path and errno text on an I/O error; nothing is left behind then.
-absl::StatusOr<CheckpointInfo> WriteCheckpointFile(const std::string& shard_dir,
-                                                   uint64_t seq,
-                                                   const ShardState& state);
-
-// Reads and verifies a checkpoint file. NOT_FOUND when it cannot be opened;
-// DATA_LOSS "checkpoint <path>: <problem>" when it is truncated, has a wrong
-// magic, an unknown format version, a checksum mismatch, or does not parse.
-absl::StatusOr<ShardState> ReadCheckpointFile(const std::string& path);
 
 struct CheckpointerOptions {
   std::string root;  // server.checkpoint_dir; must be non-empty
@@ -143,8 +89,9 @@ class Checkpointer {
  private:
   void Loop();
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes all but the newest `keep` checkpoints.
-  void Prune() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Restores `state` (read from `path`) into the shard, or says why not.
+  absl::Status RestoreFrom(const std::string& path, const ShardState& state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   // Constant after construction.
   Shard* const shard_;
@@ -166,4 +113,4 @@ class Checkpointer {
 
 }  // namespace ps
 
-#endif  // PS_SERVER_CHECKPOINT_H_
+#endif  // PS_SERVER_CHECKPOINTER_H_
