@@ -78,6 +78,54 @@ ClientMetric Counter(double value,
   return metric;
 }
 
+// Sparse row lifecycle and the memory cap (issue 17), from the stats.
+std::vector<MetricFamily> RowAndMemoryFamilies(
+    const proto::StatsResponse& stats) {
+  MetricFamily admitted = Family(
+      "ps_table_rows_admitted_total",
+      "Rows a sparse table created on this shard (admitted ids)",
+      MetricType::Counter);
+  MetricFamily evicted =
+      Family("ps_table_rows_evicted_total",
+             "Rows of a sparse table its eviction rules dropped on this shard",
+             MetricType::Counter);
+  MetricFamily pending = Family(
+      "ps_table_ids_pending",
+      "Ids the admission count filter counted that have no row yet",
+      MetricType::Gauge);
+  MetricFamily memory = Family(
+      "ps_table_memory_bytes",
+      "Table memory charged against server.memory_cap_bytes on this shard",
+      MetricType::Gauge);
+  for (const proto::TableStats& t : stats.tables()) {
+    const ClientMetric::Label table{"table", t.name()};
+    memory.metric.push_back(
+        Gauge(static_cast<double>(t.memory_bytes()), {table}));
+    if (t.bytes_per_row() == 0) continue;  // dense
+    admitted.metric.push_back(
+        Counter(static_cast<double>(t.rows_admitted()), {table}));
+    evicted.metric.push_back(
+        Counter(static_cast<double>(t.rows_evicted()), {table}));
+    pending.metric.push_back(
+        Gauge(static_cast<double>(t.ids_pending()), {table}));
+  }
+  MetricFamily cap = Family(
+      "ps_memory_cap_bytes",
+      "server.memory_cap_bytes: table memory this server may hold (0: no cap)",
+      MetricType::Gauge);
+  cap.metric.push_back(Gauge(static_cast<double>(stats.memory_cap_bytes())));
+  MetricFamily used = Family(
+      "ps_memory_used_bytes",
+      "Table memory this server holds, as charged against its cap",
+      MetricType::Gauge);
+  used.metric.push_back(Gauge(static_cast<double>(stats.memory_used_bytes())));
+  std::vector<MetricFamily> families;
+  for (MetricFamily* f : {&admitted, &evicted, &pending, &memory, &cap, &used}) {
+    families.push_back(std::move(*f));
+  }
+  return families;
+}
+
 }  // namespace
 
 // ------------------------------------------------------ LatencyHistogram
@@ -471,6 +519,9 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
     for (MetricFamily* f :
          {&requests, &received, &sent, &updates, &step, &elements, &rows}) {
       families.push_back(std::move(*f));
+    }
+    for (MetricFamily& f : RowAndMemoryFamilies(stats)) {
+      families.push_back(std::move(f));
     }
 
     // Workers: staleness is relative to the slowest live worker.

@@ -138,6 +138,32 @@ absl::Status SparseRows::CreateRows(absl::Span<const uint64_t> ids,
   return absl::OkStatus();
 }
 
+absl::Status SparseRows::Read(absl::Span<const uint64_t> ids,
+                              absl::Span<const uint64_t> rows,
+                              absl::Span<float> out) const {
+  const uint32_t dim = config_.dim;
+  if (std::find(rows.begin(), rows.end(), kNoRow) == rows.end()) {
+    return store_->ReadRows(rows, dim, out);
+  }
+  std::vector<uint64_t> stored;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] == kNoRow) {
+      InitSparseRow(config_.initializer, ids[i], out.subspan(i * dim, dim));
+    } else {
+      stored.push_back(rows[i]);
+      at.push_back(i);
+    }
+  }
+  if (stored.empty()) return absl::OkStatus();
+  std::vector<float> values(stored.size() * dim);
+  RETURN_IF_ERROR(store_->ReadRows(stored, dim, absl::MakeSpan(values)));
+  for (size_t k = 0; k < at.size(); ++k) {
+    std::copy_n(values.data() + k * dim, dim, out.data() + at[k] * dim);
+  }
+  return absl::OkStatus();
+}
+
 uint64_t SparseRows::Sweep(absl::Time now) {
   if (eviction_.empty()) return 0;
   const RowTime t = TimeAt(now);

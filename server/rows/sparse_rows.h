@@ -64,6 +64,13 @@ class SparseRows {
                        int64_t clock, absl::Time now,
                        std::vector<uint64_t>* rows);
 
+  // The values of resolved `rows` of `ids` (as Resolve gave them) into
+  // `out` (rows.size() x dim), float32: stored rows read from the store,
+  // kNoRow ones filled with the initializer's values. Errors: the store's.
+  absl::Status Read(absl::Span<const uint64_t> ids,
+                    absl::Span<const uint64_t> rows,
+                    absl::Span<float> out) const;
+
   // Drops every row an eviction rule expires at `now`. Returns how many.
   uint64_t Sweep(absl::Time now);
 
