@@ -121,6 +121,11 @@ struct ShardStats {
     uint64_t num_rows = 0;
     uint64_t num_elements = 0;
     uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
+    // Sparse tables' row lifecycle (ps.proto TableStats) and the table
+    // memory charged against the server's memory cap.
+    uint64_t rows_admitted = 0, rows_evicted = 0, ids_pending = 0;
+    int64_t table_clock = 0;
+    uint64_t memory_bytes = 0, bytes_per_row = 0;
   };
   struct Worker {
     uint32_t worker_id = 0;
@@ -129,6 +134,8 @@ struct ShardStats {
   };
   std::vector<Table> tables;
   std::vector<Worker> workers;
+  uint64_t memory_cap_bytes = 0;  // server.memory_cap_bytes (0: none)
+  uint64_t memory_used_bytes = 0;
 };
 
 class Client {

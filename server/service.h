@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/checkpoint.h"
+#include "server/export_call.h"
 #include "server/server_queue.h"
 #include "server/shard.h"
 #include "server/unary_call.h"
@@ -44,9 +45,11 @@ using ParameterServerAsyncBase =
                                 proto::ParameterServer::
                                     WithAsyncMethod_Checkpoint<
                                         proto::ParameterServer::
-                                            WithRawMethod_DataStream<
+                                            WithAsyncMethod_ExportTable<
                                                 proto::ParameterServer::
-                                                    Service>>>>>>>>>;
+                                                    WithRawMethod_DataStream<
+                                                        proto::ParameterServer::
+                                                            Service>>>>>>>>>>;
 
 class ParameterServerService final : public ParameterServerAsyncBase {
  public:
@@ -63,8 +66,9 @@ class ParameterServerService final : public ParameterServerAsyncBase {
     checkpointer_ = checkpointer;
   }
 
-  // Serves every method but DataStream on `queue` from now on. Call once,
-  // after the server was built (BuildAndStart).
+  // Serves every method but DataStream on `queue` from now on (ExportTable:
+  // server/export_call.h). Call once, after the server was built
+  // (BuildAndStart).
   void ServeUnaryMethods(ServerQueue* queue);
 
  private:

@@ -137,6 +137,12 @@ class Shard {
     return FindTable(table_id);
   }
 
+  // The table with `table_id`, or null (export). Tables live as long as
+  // the Shard.
+  const ShardTable* FindTableById(uint32_t table_id) const {
+    return FindTable(table_id);
+  }
+
   // Number of parked operations (tests).
   int64_t NumWaitingForTesting() const { return waits_.size(); }
 
