@@ -8,9 +8,11 @@
 //                   sgd 0, momentum / adagrad 1, adam / adamw / ftrl 2)
 //     accumulator = dim x 4 for sync tables (the step's gradient sum)
 //     index       = kIndexBytesPerRow (id -> row; row_index.h)
-//     lifecycle   = 16 per TTL rule + 8 for max_rows_per_shard (each rule
-//                   keeps a RecencyList: two 4-byte links per row, plus an
-//                   8-byte stamp for the TTL rules; recency_list.h)
+//     lifecycle   = 30 per TTL rule + 18 for max_rows_per_shard: each rule
+//                   keeps a 4-byte tag in the index record (x 1.5, the
+//                   records' growth) and a queue of at most 1.5 entries per
+//                   row, of 16 bytes (TTL: slot, sequence, stamp) or 8
+//                   (capacity: slot, sequence); eviction.h
 //   plus, with a count filter, kPendingBytesPerId per id counted and not
 //   yet admitted.
 //
@@ -21,10 +23,11 @@
 // to 23.6 bytes per row; the formula charges the upper end, 24.
 // //tests/bench:row_memory_bench measures it (README, Embedding tables).
 //
-// Not in the formula: the store's arrays grow by 1.5x when rows are
-// appended, so right after a growth up to half of values + state (+
-// accumulator) is allocated ahead of use; freed rows are reused, so the
-// arrays never grow past the peak row count.
+// Not in the formula: the CPU store's arrays grow by 1.25x when rows are
+// appended, so right after a growth up to a quarter of values + state (+
+// accumulator) is allocated ahead of use (the CUDA store grows by 1.5x, in
+// device memory); freed rows are reused, so the arrays never grow past the
+// peak row count.
 //
 // Thread safety: pure functions.
 #ifndef PS_SERVER_ROWS_ROW_COST_H_

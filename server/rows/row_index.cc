@@ -1,8 +1,12 @@
 #include "server/rows/row_index.h"
 
+#include <algorithm>
+
 namespace ps {
 
-RowIndex::RowIndex() : set_(0, SlotHash{&ids_}, SlotEq{&ids_}) {}
+RowIndex::RowIndex(int tags)
+    : stride_(2 + static_cast<size_t>(tags)),
+      set_(0, SlotHash{this}, SlotEq{this}) {}
 
 uint32_t RowIndex::Find(uint64_t id) const {
   auto it = set_.find(IdKey{id});
@@ -14,33 +18,28 @@ uint32_t RowIndex::Insert(uint64_t id) {
   if (!free_.empty()) {
     slot = free_.back();
     free_.pop_back();
-    ids_[slot] = id;
     live_[slot] = true;
   } else {
-    slot = static_cast<uint32_t>(ids_.size());
-    if (ids_.size() == ids_.capacity()) {
-      // 1.5x rather than the library's 2x: the id array is most of the
-      // index's memory (row_cost.h counts on at most 1.5 x 8 bytes).
-      ids_.reserve(ids_.capacity() + ids_.capacity() / 2 + 16);
+    slot = static_cast<uint32_t>(live_.size());
+    if (words_.size() + stride_ > words_.capacity()) {
+      // 1.5x rather than the library's 2x: the records are most of the
+      // index's memory (row_cost.h counts on at most 1.5 of them per row).
+      words_.reserve(words_.capacity() + words_.capacity() / 2 + 16 * stride_);
     }
-    ids_.push_back(id);
+    words_.resize(words_.size() + stride_);
     live_.push_back(true);
   }
+  std::memcpy(&words_[Record(slot)], &id, sizeof(id));
+  std::fill_n(words_.begin() + Record(slot) + 2, stride_ - 2, 0u);
   // The id is in place before the set hashes the slot.
   set_.insert(slot);
   return slot;
 }
 
 void RowIndex::Remove(uint32_t slot) {
-  set_.erase(slot);  // hashes ids_[slot]: erase before it is forgotten
+  set_.erase(slot);  // hashes the slot's id: erase before it is forgotten
   live_[slot] = false;
   free_.push_back(slot);
-}
-
-void RowIndex::PopNewestSlot() {
-  set_.erase(static_cast<uint32_t>(ids_.size() - 1));
-  ids_.pop_back();
-  live_.pop_back();
 }
 
 uint64_t RowIndex::AllocatedBytes() const {
@@ -50,20 +49,20 @@ uint64_t RowIndex::AllocatedBytes() const {
       set_.capacity() == 0
           ? 0
           : set_.capacity() * sizeof(uint32_t) + set_.capacity() + 16;
-  return table + ids_.capacity() * sizeof(uint64_t) + live_.capacity() / 8 +
+  return table + words_.capacity() * sizeof(uint32_t) + live_.capacity() / 8 +
          free_.capacity() * sizeof(uint32_t);
 }
 
 void RowIndex::Clear() {
   set_.clear();
-  ids_.clear();
+  words_.clear();
   live_.clear();
   free_.clear();
 }
 
 void RowIndex::Reserve(uint64_t rows) {
   set_.reserve(rows);
-  ids_.reserve(rows);
+  words_.reserve(rows * stride_);
   live_.reserve(rows);
 }
 

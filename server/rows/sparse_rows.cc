@@ -30,7 +30,8 @@ SparseRows::SparseRows(const TableConfig& config, uint32_t shard_index,
       admission_(CreateAdmissionPolicy(config.admission,
                                        config.initializer.seed ^ config.table_id,
                                        shard_index)),
-      eviction_(CreateEvictionPolicies(config.eviction)) {}
+      index_(EvictionRuleCount(config.eviction)),
+      eviction_(CreateEvictionPolicies(config.eviction, &index_)) {}
 
 SparseRows::~SparseRows() {
   if (budget_ != nullptr) budget_->Release(charged_);
@@ -72,17 +73,19 @@ absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
     for (size_t i : create) admission_->Record(ids[i], /*admitted=*/true);
     for (size_t i : counted) admission_->Record(ids[i], /*admitted=*/false);
   }
+  if (eviction_.empty()) return absl::OkStatus();
+  // Accesses of the rows that existed (created rows counted at creation).
+  std::vector<uint32_t> accessed;
+  accessed.reserve(ids.size());
+  size_t next_created = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const uint64_t row = (*rows)[i];
-    if (row == kNoRow) continue;
-    for (const auto& policy : eviction_) {
-      if (push) {
-        policy->OnPush(static_cast<uint32_t>(row), t);
-      } else {
-        policy->OnPull(static_cast<uint32_t>(row), t);
-      }
+    if (next_created < create.size() && create[next_created] == i) {
+      ++next_created;
+    } else if ((*rows)[i] != kNoRow) {
+      accessed.push_back(static_cast<uint32_t>((*rows)[i]));
     }
   }
+  for (const auto& policy : eviction_) policy->OnAccess(accessed, push, t);
   return absl::OkStatus();
 }
 
@@ -122,12 +125,14 @@ absl::Status SparseRows::CreateRows(absl::Span<const uint64_t> ids,
     }
   }
   std::vector<uint64_t> reused(reuse);
+  std::vector<uint32_t> created(k);
   for (uint64_t j = 0; j < k; ++j) {
     const uint32_t slot = index_.Insert(ids[at[j]]);
     (*rows)[at[j]] = slot;
+    created[j] = slot;
     if (j < reuse) reused[j] = slot;
-    for (const auto& policy : eviction_) policy->OnCreate(slot, t);
   }
+  for (const auto& policy : eviction_) policy->OnCreate(created, t);
   if (reuse > 0) {
     // Checked rows of the store's own size: cannot fail but is reported.
     RETURN_IF_ERROR(store_->ResetRows(
@@ -179,8 +184,8 @@ uint64_t SparseRows::Sweep(absl::Time now) {
   return dropped;
 }
 
+// The rules' entries of a dropped row go stale with its index record.
 void SparseRows::Drop(uint32_t slot) {
-  for (const auto& policy : eviction_) policy->OnRemove(slot);
   index_.Remove(slot);
   ++evicted_;
   charged_ -= cost_.total();

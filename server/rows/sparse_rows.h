@@ -127,9 +127,10 @@ class SparseRows {
   MemoryBudget* const budget_;
   const RowCost cost_;
   const std::unique_ptr<AdmissionPolicy> admission_;
+  // The eviction rules stamp tags in index_'s records (declared first).
+  RowIndex index_;
   const std::vector<std::unique_ptr<EvictionPolicy>> eviction_;
 
-  RowIndex index_;
   int64_t clock_ = 0;
   uint64_t admitted_ = 0;
   uint64_t evicted_ = 0;
