@@ -77,8 +77,11 @@ def test_trained_table_reloads_in_plain_pytorch(make_cluster, tmp_path):
         assert np.all(f.state >= np.float32(0.1))
         # The file's ids are exactly the rows the training created.
         stats = client.stats()
-        assert len(f) == sum(t.num_rows for s in stats for t in s.tables
-                             if t.name == "emb")
+        emb_stats = [t for s in stats for t in s.tables if t.name == "emb"]
+        assert len(f) == sum(t.num_rows for t in emb_stats)
+        assert len(f) == sum(t.rows_admitted for t in emb_stats)
+        assert sum(t.rows_evicted for t in emb_stats) == 0
+        assert all(t.bytes_per_row == 2 * 4 * DIM + 24 for t in emb_stats)
         # Plain torch: weights by id, inputs mapped to row indices.
         index = f.index()
         plain = torch.nn.EmbeddingBag.from_pretrained(
