@@ -496,7 +496,7 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
         Family("ps_table_elements",
                "Float elements held for a table on this shard", MetricType::Gauge);
     MetricFamily rows =
-        Family("ps_table_rows", "Rows of a sparse table created on this shard",
+        Family("ps_table_rows", "Live rows of a sparse table on this shard",
                MetricType::Gauge);
     for (const proto::TableStats& t : stats.tables()) {
       const ClientMetric::Label table{"table", t.name()};
