@@ -1015,5 +1015,57 @@ TEST(UpdateBackendCrossCheckTest, GpuMatchesCpuOnSameInputs) {
   }
 }
 
+// Half-precision layouts: the GPU rounds as the CPU does (both compute in
+// float32 and round to nearest even), so the two agree to one unit of the
+// stored type.
+TEST(UpdateBackendCrossCheckTest, GpuMatchesCpuForHalfLayouts) {
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> cuda =
+      CreateUpdateBackend(DeviceKind::kCuda);
+  if (!cuda.ok()) {
+    GTEST_SKIP() << "CUDA backend not available, GPU-vs-CPU check not run: "
+                 << cuda.status().message();
+  }
+  std::unique_ptr<UpdateBackend> cpu = CreateCpuUpdateBackend();
+  constexpr uint32_t kDim = 16;
+  constexpr uint64_t kRows = 4001;
+  OptimizerConfig c;
+  c.type = "adagrad";
+  c.learning_rate = 0.05f;
+  c.params = {{"epsilon", 1e-10f}, {"initial_accumulator", 0.1f}};
+  for (const StoreLayout& layout : HalfLayouts()) {
+    SCOPED_TRACE(LayoutName(layout));
+    std::mt19937 rng(5);
+    auto a = cpu->CreateStore(c, 0, layout);
+    auto b = (*cuda)->CreateStore(c, 0, layout);
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<float> init = Uniform(&rng, kRows * kDim);
+    for (ParamStore* s : {a->get(), b->get()}) ASSERT_TRUE(s->Append(init).ok());
+    for (int64_t t = 1; t <= 3; ++t) {
+      std::vector<uint64_t> rows;
+      for (uint64_t r = t; r < kRows; r += 3) rows.push_back(r);
+      const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+      const std::vector<uint64_t> reset = {static_cast<uint64_t>(t + 1000)};
+      const std::vector<float> fresh = Uniform(&rng, kDim);
+      for (ParamStore* s : {a->get(), b->get()}) {
+        ASSERT_TRUE(s->ApplyRows(rows, kDim, g, 1.0f, t).ok());
+        ASSERT_TRUE(s->AccumulateRows(rows, kDim, g).ok());
+        ASSERT_TRUE(s->ApplyAccumulatedRows(rows, kDim, 0.5f, t).ok());
+        ASSERT_TRUE(s->ResetRows(reset, kDim, fresh).ok());
+      }
+    }
+    const double tolerance = std::max(ToleranceFor(layout.values),
+                                      ToleranceFor(layout.state));
+    std::vector<float> wa(kRows * kDim), wb(kRows * kDim);
+    ASSERT_TRUE((*a)->Read(0, absl::MakeSpan(wa)).ok());
+    ASSERT_TRUE((*b)->Read(0, absl::MakeSpan(wb)).ok());
+    EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+              tolerance);
+    ASSERT_TRUE((*a)->ReadSlot(0, 0, absl::MakeSpan(wa)).ok());
+    ASSERT_TRUE((*b)->ReadSlot(0, 0, absl::MakeSpan(wb)).ok());
+    EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+              tolerance);
+  }
+}
+
 }  // namespace
 }  // namespace ps
