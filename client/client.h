@@ -187,6 +187,11 @@ struct ShardStats {
     uint64_t num_rows = 0;
     uint64_t num_elements = 0;
     uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
+    // Sparse tables' row lifecycle (ps.proto TableStats) and the table
+    // memory charged against the server's memory cap.
+    uint64_t rows_admitted = 0, rows_evicted = 0, ids_pending = 0;
+    int64_t table_clock = 0;
+    uint64_t memory_bytes = 0, bytes_per_row = 0;
   };
   struct Worker {
     uint32_t worker_id = 0;
@@ -201,6 +206,8 @@ struct ShardStats {
   std::string job_id;
   uint64_t job_generation = 0;
   int64_t job_start_clock = 0;
+  uint64_t memory_cap_bytes = 0;  // server.memory_cap_bytes (0: none)
+  uint64_t memory_used_bytes = 0;
 };
 
 class Client {

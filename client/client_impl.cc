@@ -825,6 +825,8 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
     shard.job_id = r.job_id();
     shard.job_generation = r.job_generation();
     shard.job_start_clock = r.job_start_clock();
+    shard.memory_cap_bytes = r.memory_cap_bytes();
+    shard.memory_used_bytes = r.memory_used_bytes();
     for (const proto::TableStats& t : r.tables()) {
       ShardStats::Table table;
       table.name = t.name();
@@ -836,6 +838,12 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
       table.pulls = t.pulls();
       table.bytes_in = t.bytes_in();
       table.bytes_out = t.bytes_out();
+      table.rows_admitted = t.rows_admitted();
+      table.rows_evicted = t.rows_evicted();
+      table.ids_pending = t.ids_pending();
+      table.table_clock = t.table_clock();
+      table.memory_bytes = t.memory_bytes();
+      table.bytes_per_row = t.bytes_per_row();
       shard.tables.push_back(std::move(table));
     }
     for (const proto::WorkerStats& w : r.workers()) {

@@ -249,7 +249,13 @@ const SectionSpec<ServerOptions>& ServerSection() {
                  "Prometheus /metrics port (-1 = off, 0 = an OS-picked port)"),
        IntKey<S>("dedup_window", &S::dedup_window, 1, 1 << 24,
                  "an integer in [1, 16777216]",
-                 "push ids remembered per client for exactly-once retries")},
+                 "push ids remembered per client for exactly-once retries"),
+       IntKey<S>("memory_cap_bytes", &S::memory_cap_bytes, 0,
+                 int64_t{1} << 50, "an integer in [0, 2^50] (0 = no cap)",
+                 "table memory one server may hold (dense tables and sparse "
+                 "rows, counted per row as `ps_ctl plan` computes it); a "
+                 "request that would create rows beyond it fails with "
+                 "RESOURCE_EXHAUSTED and the server keeps serving")},
       nullptr};
   return *spec;
 }

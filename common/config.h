@@ -34,6 +34,10 @@ struct ServerOptions {
   int64_t checkpoint_interval_s = 0;  // 0 = only on demand and on SIGTERM
   int metrics_port = -1;            // -1 = off, 0 = OS-picked port
   int64_t dedup_window = 4096;      // remembered push ids per client
+  // Table memory a server may hold (server/rows/memory_budget.h): requests
+  // that would create rows beyond it fail with RESOURCE_EXHAUSTED. 0 = no
+  // cap.
+  int64_t memory_cap_bytes = 0;
 };
 
 // Settings of the training job run by ps_worker (the worker issue); the core

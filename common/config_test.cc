@@ -529,7 +529,8 @@ TEST(ConfigErrorTest, WrongTypeForBoolAndList) {
             "bad.yaml:7:9: server: expected a mapping, got a list; allowed: "
             "device, threads, heartbeat_timeout_ms, worker_join_timeout_ms, "
             "reject_non_finite, max_message_bytes, checkpoint_dir, "
-            "checkpoint_interval_s, metrics_port, dedup_window");
+            "checkpoint_interval_s, metrics_port, dedup_window, "
+            "memory_cap_bytes");
 }
 
 TEST(ConfigErrorTest, MissingRequiredKeys) {

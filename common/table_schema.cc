@@ -19,6 +19,14 @@ namespace {
 constexpr int64_t kMaxDenseSize = int64_t{1} << 48;
 constexpr int64_t kMaxSparseDim = int64_t{1} << 20;
 constexpr int64_t kMaxStaleness = 1000000;
+constexpr int64_t kMaxMinCount = int64_t{1} << 30;
+constexpr int64_t kMaxTtl = int64_t{1} << 40;
+constexpr int64_t kMaxRowsPerShard = int64_t{1} << 48;
+constexpr char kMinCountAllowed[] = "an integer in [0, 1073741824]";
+constexpr char kProbabilityAllowed[] = "a number in (0, 1]";
+constexpr char kTtlAllowed[] = "an integer in [0, 1099511627776] (0 = off)";
+constexpr char kMaxRowsAllowed[] =
+    "an integer in [0, 281474976710656] (0 = unbounded)";
 constexpr size_t kMaxTableNameLength = 128;
 constexpr char kSizeAllowed[] = "an integer in [1, 281474976710656]";
 constexpr char kDimAllowed[] = "an integer in [1, 1048576]";
@@ -165,6 +173,52 @@ absl::Status ReadInitializer(const YamlReader& reader, const YamlField& field,
 }
 
 // ---------------------------------------------------------------------------
+// Sparse row lifecycle: admission and eviction sections.
+
+bool ProbabilityOk(double p) { return p > 0 && p <= 1; }
+
+const ConfigKeys<AdmissionConfig>& AdmissionKeys() {
+  using A = AdmissionConfig;
+  static const auto* keys = new ConfigKeys<A>{
+      IntKey<A>("min_count", &A::min_count, 0, kMaxMinCount, kMinCountAllowed,
+                "count filter: an id gets a stored row at its min_count-th "
+                "push; until then pulls return the initializer's values and "
+                "store nothing, pushes only count (0 and 1: admitted at "
+                "first use)"),
+      FloatKey<A>("probability", &A::probability, ProbabilityOk,
+                  kProbabilityAllowed,
+                  "each push of a not yet admitted id (past min_count) "
+                  "admits it with this probability (1: always)"),
+  };
+  return *keys;
+}
+
+const ConfigKeys<EvictionConfig>& EvictionKeys() {
+  using E = EvictionConfig;
+  static const auto* keys = new ConfigKeys<E>{
+      IntKey<E>("ttl_clocks", &E::ttl_clocks, 0, kMaxTtl, kTtlAllowed,
+                "drop a row once the table clock (the highest clock any push "
+                "carried) is more than ttl_clocks past the clock of its last "
+                "push"),
+      IntKey<E>("ttl_seconds", &E::ttl_seconds, 0, kMaxTtl, kTtlAllowed,
+                "drop a row once its last push is more than ttl_seconds old"),
+      IntKey<E>("max_rows_per_shard", &E::max_rows_per_shard, 0,
+                kMaxRowsPerShard, kMaxRowsAllowed,
+                "keep at most this many rows per shard, dropping the least "
+                "recently used (pulled or pushed) first"),
+  };
+  return *keys;
+}
+
+template <class C>
+absl::Status ReadSubsection(const YamlReader& reader, const YamlField& field,
+                            const ConfigKeys<C>& keys, C* out) {
+  absl::StatusOr<YamlSection> s = reader.OpenSection(field, KeyNames(keys));
+  if (!s.ok()) return s.status();
+  return ReadKeys(reader, *s, keys, out);
+}
+
+// ---------------------------------------------------------------------------
 // Optimizer section: the common settings plus the registry's.
 
 // Every key an optimizer section may hold: type, the common settings, then
@@ -261,6 +315,16 @@ ConfigKey<TableConfig> MappingKey(
   return k;
 }
 
+// `key`, accepted for sparse tables only.
+ConfigKey<TableConfig> SparseOnly(ConfigKey<TableConfig> key) {
+  const std::string fix =
+      absl::StrCat("remove ", key.name, " or set kind: sparse");
+  return OnlyWhen<TableConfig>(
+      std::move(key),
+      [](const TableConfig& t) { return t.kind == TableKind::kSparse; },
+      [](const TableConfig&) { return "only used by sparse tables"; }, fix);
+}
+
 ConfigKey<TableConfig> NameOfTableKey() {
   ConfigKey<TableConfig> k;
   k.name = "name";
@@ -333,8 +397,29 @@ const ConfigKeys<TableConfig>& TableKeys() {
         NameKey<T, ValueType>("value_type", &T::value_type, ValueTypeNames(),
                               value_types, "value type",
                               "element type of pushed and pulled values on "
-                              "the wire (stores and optimizer state are "
-                              "float32)"),
+                              "the wire (what the server stores: "
+                              "storage_type, state_type)"),
+        SparseOnly(NameKey<T, ValueType>(
+            "storage_type", &T::storage_type, ValueTypeNames(), value_types,
+            "value type",
+            "sparse: element type rows' values are stored in on the server "
+            "(updates compute in float32 and round once; README, Embedding "
+            "tables)")),
+        SparseOnly(NameKey<T, ValueType>(
+            "state_type", &T::state_type, ValueTypeNames(), value_types,
+            "value type",
+            "sparse: element type of rows' optimizer state on the server")),
+        SparseOnly(MappingKey(
+            "admission",
+            "sparse: when ids get a stored row: see tables[].admission",
+            [](const YamlReader& r, const YamlField& f, T* t) {
+              return ReadSubsection(r, f, AdmissionKeys(), &t->admission);
+            })),
+        SparseOnly(MappingKey(
+            "eviction", "sparse: when rows are dropped: see tables[].eviction",
+            [](const YamlReader& r, const YamlField& f, T* t) {
+              return ReadSubsection(r, f, EvictionKeys(), &t->eviction);
+            })),
         MappingKey("initializer",
                    "initial values: see tables[].initializer",
                    [](const YamlReader& r, const YamlField& f, T* t) {
@@ -374,6 +459,54 @@ absl::Status ValidateInitializer(const InitializerConfig& init) {
   }
   RuleError e = CheckInitializerRange(init);
   if (!e.key.empty()) return Invalid("initializer." + e.key, e.problem, e.fix);
+  return absl::OkStatus();
+}
+
+// Storage types, admission and eviction: sparse tables only, in range.
+absl::Status ValidateRowLifecycle(const TableConfig& t) {
+  if (t.kind == TableKind::kDense) {
+    const TableConfig defaults;
+    const std::pair<const char*, bool> set[] = {
+        {"storage_type", t.storage_type != defaults.storage_type},
+        {"state_type", t.state_type != defaults.state_type},
+        {"admission", !(t.admission == defaults.admission)},
+        {"eviction", !(t.eviction == defaults.eviction)}};
+    for (const auto& [key, differs] : set) {
+      if (differs) {
+        return Invalid(key, "only used by sparse tables",
+                       absl::StrCat("remove ", key, " or set kind: sparse"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (t.admission.min_count > kMaxMinCount) {
+    return Invalid("admission.min_count",
+                   absl::StrCat("value ", t.admission.min_count,
+                                " out of range"),
+                   absl::StrCat("allowed: ", kMinCountAllowed));
+  }
+  if (!ProbabilityOk(t.admission.probability)) {
+    return Invalid("admission.probability",
+                   absl::StrCat("value ", t.admission.probability,
+                                " out of range"),
+                   absl::StrCat("allowed: ", kProbabilityAllowed));
+  }
+  const std::pair<const char*, int64_t> ttls[] = {
+      {"eviction.ttl_clocks", t.eviction.ttl_clocks},
+      {"eviction.ttl_seconds", t.eviction.ttl_seconds}};
+  for (const auto& [key, v] : ttls) {
+    if (v < 0 || v > kMaxTtl) {
+      return Invalid(key, absl::StrCat("value ", v, " out of range"),
+                     absl::StrCat("allowed: ", kTtlAllowed));
+    }
+  }
+  if (t.eviction.max_rows_per_shard >
+      static_cast<uint64_t>(kMaxRowsPerShard)) {
+    return Invalid("eviction.max_rows_per_shard",
+                   absl::StrCat("value ", t.eviction.max_rows_per_shard,
+                                " out of range"),
+                   absl::StrCat("allowed: ", kMaxRowsAllowed));
+  }
   return absl::OkStatus();
 }
 
@@ -417,6 +550,7 @@ absl::Status ValidateTableConfig(const TableConfig& t) {
                    "remove staleness or set consistency: ssp");
   }
   if (absl::Status s = ValidateInitializer(t.initializer); !s.ok()) return s;
+  if (absl::Status s = ValidateRowLifecycle(t); !s.ok()) return s;
   return ValidateOptimizerConfig(t.optimizer);
 }
 
@@ -481,6 +615,29 @@ std::vector<std::string> DescribeTableDifferences(
       differ(e, "value_type", ValueTypeName(e.value_type),
              ValueTypeName(a.value_type));
     }
+    if (e.storage_type != a.storage_type) {
+      differ(e, "storage_type", ValueTypeName(e.storage_type),
+             ValueTypeName(a.storage_type));
+    }
+    if (e.state_type != a.state_type) {
+      differ(e, "state_type", ValueTypeName(e.state_type),
+             ValueTypeName(a.state_type));
+    }
+    if (!(e.admission == a.admission)) {
+      differ(e, "admission",
+             absl::StrCat("min_count ", e.admission.min_count,
+                          " probability ", e.admission.probability),
+             absl::StrCat("min_count ", a.admission.min_count,
+                          " probability ", a.admission.probability));
+    }
+    if (!(e.eviction == a.eviction)) {
+      auto text = [](const EvictionConfig& v) {
+        return absl::StrCat("ttl_clocks ", v.ttl_clocks, " ttl_seconds ",
+                            v.ttl_seconds, " max_rows_per_shard ",
+                            v.max_rows_per_shard);
+      };
+      differ(e, "eviction", text(e.eviction), text(a.eviction));
+    }
   }
   if (!allow_extra) {
     for (const auto& [id, a] : by_id) {
@@ -498,6 +655,14 @@ std::vector<SectionDoc> TableReference() {
                   DocumentKeys(TableKeys())});
   docs.push_back({"tables[].initializer", "how a table's values start",
                   DocumentKeys(InitializerKeys())});
+  docs.push_back({"tables[].admission",
+                  "sparse tables: when an id gets a stored row (both set: "
+                  "counted first, then admitted with the probability)",
+                  DocumentKeys(AdmissionKeys())});
+  docs.push_back({"tables[].eviction",
+                  "sparse tables: when rows are dropped (any rule set "
+                  "applies; evicted ids start again from the initializer)",
+                  DocumentKeys(EvictionKeys())});
   SectionDoc optimizer{"tables[].optimizer",
                        "the server-side update rule; settings every "
                        "optimizer takes (each optimizer's own settings "

@@ -113,6 +113,7 @@ TEST(TableSchemaTest, ReferenceListsEveryOptimizerSection) {
   for (const SectionDoc& d : TableReference()) paths.push_back(d.path);
   EXPECT_THAT(paths,
               ElementsAre("tables[]", "tables[].initializer",
+                          "tables[].admission", "tables[].eviction",
                           "tables[].optimizer",
                           "tables[].optimizer (type: sgd)",
                           "tables[].optimizer (type: momentum)",

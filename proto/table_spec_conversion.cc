@@ -1,5 +1,7 @@
 #include "proto/table_spec_conversion.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/table_schema.h"
 
@@ -54,6 +56,18 @@ proto::TableSpec ToTableSpec(const TableConfig& table) {
   spec.set_consistency(ToWire<proto::Consistency>(table.consistency));
   spec.set_staleness(table.staleness);
   spec.set_value_type(static_cast<proto::ValueType>(table.value_type));
+  spec.set_storage_type(static_cast<proto::ValueType>(table.storage_type));
+  spec.set_state_type(static_cast<proto::ValueType>(table.state_type));
+  if (!(table.admission == AdmissionConfig())) {
+    spec.mutable_admission()->set_min_count(table.admission.min_count);
+    spec.mutable_admission()->set_probability(table.admission.probability);
+  }
+  if (!(table.eviction == EvictionConfig())) {
+    spec.mutable_eviction()->set_ttl_clocks(table.eviction.ttl_clocks);
+    spec.mutable_eviction()->set_ttl_seconds(table.eviction.ttl_seconds);
+    spec.mutable_eviction()->set_max_rows_per_shard(
+        table.eviction.max_rows_per_shard);
+  }
   return spec;
 }
 
@@ -81,6 +95,22 @@ absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec) {
                absl::StrCat("unknown value type ", spec.value_type()));
   }
   c.value_type = static_cast<ValueType>(spec.value_type());
+  const std::pair<const char*, int> stored[] = {
+      {"storage_type", spec.storage_type()}, {"state_type", spec.state_type()}};
+  for (const auto& [key, type] : stored) {
+    if (!IsValueType(type)) {
+      return Bad(spec, key, absl::StrCat("unknown value type ", type));
+    }
+  }
+  c.storage_type = static_cast<ValueType>(spec.storage_type());
+  c.state_type = static_cast<ValueType>(spec.state_type());
+  c.admission.min_count = spec.admission().min_count();
+  if (spec.admission().probability() != 0.0f) {
+    c.admission.probability = spec.admission().probability();
+  }
+  c.eviction.ttl_clocks = spec.eviction().ttl_clocks();
+  c.eviction.ttl_seconds = spec.eviction().ttl_seconds();
+  c.eviction.max_rows_per_shard = spec.eviction().max_rows_per_shard();
   const proto::InitializerSpec& init = spec.initializer();
   if (init.type() < 0 || init.type() > proto::NORMAL) {
     return Bad(spec, "initializer.type",

@@ -47,6 +47,32 @@ TEST(TableSpecTest, RoundTripsThroughProto) {
   EXPECT_EQ(ToTableSpec(t).value_type(), proto::BFLOAT16);
 }
 
+TEST(TableSpecTest, RowStorageAndLifecycleRoundTrip) {
+  TableConfig t = Sparse();
+  t.storage_type = ValueType::kFloat16;
+  t.state_type = ValueType::kBfloat16;
+  t.admission.min_count = 4;
+  t.admission.probability = 0.5f;
+  t.eviction.ttl_clocks = 7;
+  t.eviction.ttl_seconds = 60;
+  t.eviction.max_rows_per_shard = 1000;
+  absl::StatusOr<TableConfig> back = FromTableSpec(ToTableSpec(t));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  // A spec without them (an older peer) means the defaults.
+  proto::TableSpec old = ToTableSpec(Sparse());
+  old.clear_admission();
+  old.clear_eviction();
+  back = FromTableSpec(old);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->admission.probability, 1.0f);
+  EXPECT_EQ(back->eviction.max_rows_per_shard, 0u);
+  proto::TableSpec bad = ToTableSpec(t);
+  bad.set_storage_type(static_cast<proto::ValueType>(9));
+  EXPECT_EQ(FromTableSpec(bad).status().message(),
+            "table spec 'emb': storage_type: unknown value type 9");
+}
+
 TEST(TableSpecTest, UnspecifiedMeansTheConfigDefaults) {
   proto::TableSpec spec;
   spec.set_name("w");

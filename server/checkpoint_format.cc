@@ -94,6 +94,29 @@ void PutFloats(Sink* sink, const std::vector<float>& values) {
   if (!values.empty()) sink->Put(values.data(), values.size() * sizeof(float));
 }
 
+// Sparse tables' row lifecycle (shard_state.h), after the dedup windows.
+template <typename Sink>
+void EncodeLifecycle(const RowLifecycleState& l, Sink* sink) {
+  PutPod<Sink, int64_t>(sink, l.table_clock);
+  PutPod<Sink, uint64_t>(sink, l.rows_admitted);
+  PutPod<Sink, uint64_t>(sink, l.rows_evicted);
+  PutPod<Sink, uint64_t>(sink, l.pending_counts.size());
+  for (const auto& [id, count] : l.pending_counts) {
+    PutPod<Sink, uint64_t>(sink, id);
+    PutPod<Sink, uint32_t>(sink, count);
+  }
+  PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(l.eviction.size()));
+  for (const RowLifecycleState::Order& o : l.eviction) {
+    PutPod<Sink, uint32_t>(sink, static_cast<uint32_t>(o.policy.size()));
+    sink->Put(o.policy.data(), o.policy.size());
+    PutPod<Sink, uint64_t>(sink, o.rows.size());
+    for (size_t i = 0; i < o.rows.size(); ++i) {
+      PutPod<Sink, uint64_t>(sink, o.rows[i]);
+      PutPod<Sink, int64_t>(sink, o.stamps[i]);
+    }
+  }
+}
+
 template <typename Sink>
 void EncodeTable(const TableState& t, Sink* sink) {
   PutPod<Sink, uint32_t>(sink, t.config.table_id);
@@ -123,6 +146,7 @@ void EncodeTable(const TableState& t, Sink* sink) {
       PutPod<Sink, int64_t>(sink, a.step);
     }
   }
+  if (t.config.kind == TableKind::kSparse) EncodeLifecycle(t.lifecycle, sink);
 }
 
 template <typename Sink>
@@ -225,6 +249,39 @@ class Reader {
   uint64_t pos_ = 0;
 };
 
+absl::Status DecodeLifecycle(Reader* r, RowLifecycleState* l) {
+  RETURN_IF_ERROR(r->Get(&l->table_clock, "table clock"));
+  RETURN_IF_ERROR(r->Get(&l->rows_admitted, "rows admitted"));
+  RETURN_IF_ERROR(r->Get(&l->rows_evicted, "rows evicted"));
+  uint64_t pending = 0;
+  RETURN_IF_ERROR(r->GetCount(12, &pending, "admission counts"));
+  l->pending_counts.resize(pending);
+  for (auto& [id, count] : l->pending_counts) {
+    RETURN_IF_ERROR(r->Get(&id, "admission id"));
+    RETURN_IF_ERROR(r->Get(&count, "admission count"));
+  }
+  uint32_t rules = 0;
+  RETURN_IF_ERROR(r->Get(&rules, "eviction rule count"));
+  if (rules > 3) {
+    return absl::DataLossError(absl::StrCat(rules, " eviction rules (max 3)"));
+  }
+  l->eviction.resize(rules);
+  for (RowLifecycleState::Order& o : l->eviction) {
+    uint32_t len = 0;
+    RETURN_IF_ERROR(r->Get(&len, "eviction rule name length"));
+    RETURN_IF_ERROR(r->GetBytes(len, &o.policy, "eviction rule name"));
+    uint64_t n = 0;
+    RETURN_IF_ERROR(r->GetCount(16, &n, "eviction order"));
+    o.rows.resize(n);
+    o.stamps.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      RETURN_IF_ERROR(r->Get(&o.rows[i], "eviction row"));
+      RETURN_IF_ERROR(r->Get(&o.stamps[i], "eviction stamp"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodeTable(Reader* r, const std::vector<TableConfig>& specs,
                          TableState* t) {
   uint32_t id = 0;
@@ -275,6 +332,10 @@ absl::Status DecodeTable(Reader* r, const std::vector<TableConfig>& specs,
       RETURN_IF_ERROR(r->Get(&a.version, "dedup version"));
       RETURN_IF_ERROR(r->Get(&a.step, "dedup step"));
     }
+  }
+  // Files written before sparse tables had a lifecycle end here.
+  if (t->config.kind == TableKind::kSparse && r->left() != 0) {
+    RETURN_IF_ERROR(DecodeLifecycle(r, &t->lifecycle));
   }
   if (r->left() != 0) {
     return absl::DataLossError(absl::StrCat("table section for id ", id,

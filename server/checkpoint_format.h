@@ -7,7 +7,9 @@
 //           | i64 unix time ms | u32 n, n x (u32 length, TableSpec proto)
 //   u32 section count, sections: u32 tag | u64 payload length | payload
 //     tag 1, one per table: id, version, steps, statistics, values, optimizer
-//            slots, sparse id -> row map, dedup windows
+//            slots, sparse id -> row map, dedup windows, and for sparse
+//            tables the row lifecycle (table clock, rows admitted / evicted,
+//            admission counts, eviction orders; absent in older files)
 //     tag 2, workers: floor clock, barriers completed, per worker clock and
 //            barriers arrived
 //   u64 XXH64 (seed 0) of every byte before it.

@@ -108,7 +108,7 @@ void AppendTableFamilies(const proto::ShardInfo& info,
       "ps_table_elements", "Float elements held for a table on this shard",
       MetricType::Gauge);
   MetricFamily rows =
-      Family("ps_table_rows", "Rows of a sparse table created on this shard",
+      Family("ps_table_rows", "Live rows of a sparse table on this shard",
              MetricType::Gauge);
   for (const proto::TableStats& t : stats.tables()) {
     const ClientMetric::Label table{"table", t.name()};
@@ -186,6 +186,54 @@ MetricFamily CheckpointAgeFamily(int64_t last_unix_nanos) {
           : absl::ToDoubleSeconds(absl::Now() -
                                   absl::FromUnixNanos(last_unix_nanos))));
   return checkpoint;
+}
+
+// Sparse row lifecycle and the memory cap (issue 17), from the stats.
+std::vector<MetricFamily> RowAndMemoryFamilies(
+    const proto::StatsResponse& stats) {
+  MetricFamily admitted = Family(
+      "ps_table_rows_admitted_total",
+      "Rows a sparse table created on this shard (admitted ids)",
+      MetricType::Counter);
+  MetricFamily evicted =
+      Family("ps_table_rows_evicted_total",
+             "Rows of a sparse table its eviction rules dropped on this shard",
+             MetricType::Counter);
+  MetricFamily pending = Family(
+      "ps_table_ids_pending",
+      "Ids the admission count filter counted that have no row yet",
+      MetricType::Gauge);
+  MetricFamily memory = Family(
+      "ps_table_memory_bytes",
+      "Table memory charged against server.memory_cap_bytes on this shard",
+      MetricType::Gauge);
+  for (const proto::TableStats& t : stats.tables()) {
+    const ClientMetric::Label table{"table", t.name()};
+    memory.metric.push_back(
+        Gauge(static_cast<double>(t.memory_bytes()), {table}));
+    if (t.bytes_per_row() == 0) continue;  // dense
+    admitted.metric.push_back(
+        Counter(static_cast<double>(t.rows_admitted()), {table}));
+    evicted.metric.push_back(
+        Counter(static_cast<double>(t.rows_evicted()), {table}));
+    pending.metric.push_back(
+        Gauge(static_cast<double>(t.ids_pending()), {table}));
+  }
+  MetricFamily cap = Family(
+      "ps_memory_cap_bytes",
+      "server.memory_cap_bytes: table memory this server may hold (0: no cap)",
+      MetricType::Gauge);
+  cap.metric.push_back(Gauge(static_cast<double>(stats.memory_cap_bytes())));
+  MetricFamily used = Family(
+      "ps_memory_used_bytes",
+      "Table memory this server holds, as charged against its cap",
+      MetricType::Gauge);
+  used.metric.push_back(Gauge(static_cast<double>(stats.memory_used_bytes())));
+  std::vector<MetricFamily> families;
+  for (MetricFamily* f : {&admitted, &evicted, &pending, &memory, &cap, &used}) {
+    families.push_back(std::move(*f));
+  }
+  return families;
 }
 
 }  // namespace
@@ -327,6 +375,9 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
   if (sources_.stats) {
     const proto::StatsResponse stats = sources_.stats();
     AppendTableFamilies(info, stats, &families);
+    for (MetricFamily& f : RowAndMemoryFamilies(stats)) {
+      families.push_back(std::move(f));
+    }
     AppendWorkerFamilies(stats, &families);
   }
   families.push_back(CheckpointAgeFamily(

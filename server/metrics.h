@@ -28,6 +28,12 @@
 //   ps_table_updates_applied_total{table}                 counter (version)
 //   ps_table_sync_step{table}                             gauge, sync tables
 //   ps_table_elements{table}, ps_table_rows{table}        gauge
+//   ps_table_rows_admitted_total{table}, ps_table_rows_evicted_total{table}
+//       counter, sparse tables (kept across checkpoints)
+//   ps_table_ids_pending{table}                           gauge, sparse
+//   ps_table_memory_bytes{table}                          gauge (charged
+//       against the memory cap)
+//   ps_memory_cap_bytes, ps_memory_used_bytes             gauge (cap 0: none)
 //   ps_worker_clock{worker}, ps_worker_live{worker}       gauge
 //   ps_worker_staleness{worker}                           gauge, live workers:
 //       the worker's clock minus the slowest live worker's

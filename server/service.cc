@@ -78,6 +78,18 @@ void ParameterServerService::ServeUnaryMethods(ServerQueue* queue) {
   Serve(queue, &S::RequestLeave, &S::HandleLeave);
   Serve(queue, &S::RequestGetStats, &S::HandleGetStats);
   Serve(queue, &S::RequestCheckpoint, &S::HandleCheckpoint);
+  ExportMethod exporting;
+  exporting.request = [this](grpc::ServerContext* context,
+                             proto::ExportRequest* request,
+                             grpc::ServerAsyncWriter<proto::ExportChunk>* writer,
+                             grpc::ServerCompletionQueue* cq, void* tag) {
+    RequestExportTable(context, request, writer, cq, cq, tag);
+  };
+  exporting.authorize = [this](const grpc::ServerContext& context) {
+    return CheckAuth(context);
+  };
+  exporting.shard = shard_;
+  ServeExportTable(queue, std::move(exporting));
 }
 
 void ParameterServerService::HandleGetShardInfo(const proto::ShardInfoRequest&,

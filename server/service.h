@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/checkpointer.h"
+#include "server/export_call.h"
 #include "server/server_queue.h"
 #include "server/shard.h"
 #include "server/unary_call.h"
@@ -33,23 +34,20 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // takes raw byte buffers: requests are decoded in place and applied from
 // gRPC's slices, responses are encoded by hand so the pulled values are not
 // copied again (proto/data_wire.h). The wire format is unchanged.
-using ParameterServerAsyncBase =
-    proto::ParameterServer::WithAsyncMethod_GetShardInfo<
-        proto::ParameterServer::WithAsyncMethod_CreateTable<
-            proto::ParameterServer::WithAsyncMethod_RegisterWorker<
-                proto::ParameterServer::WithAsyncMethod_Heartbeat<
-                    proto::ParameterServer::WithAsyncMethod_Clock<
-                        proto::ParameterServer::WithAsyncMethod_Barrier<
-                            proto::ParameterServer::WithAsyncMethod_GetStats<
-                                proto::ParameterServer::
-                                    WithAsyncMethod_Checkpoint<
-                                        proto::ParameterServer::
-                                            WithAsyncMethod_Leave<
-                                                proto::ParameterServer::
-                                                    WithRawMethod_DataStream<
-                                                        proto::
-                                                            ParameterServer::
-                                                                Service>>>>>>>>>>;
+// Each WithAsyncMethod_X / WithRawMethod_X wraps the one after it.
+using ParameterServerRpc = proto::ParameterServer;
+using ParameterServerAsyncBase = ParameterServerRpc::WithAsyncMethod_GetShardInfo<
+    ParameterServerRpc::WithAsyncMethod_CreateTable<
+    ParameterServerRpc::WithAsyncMethod_RegisterWorker<
+    ParameterServerRpc::WithAsyncMethod_Heartbeat<
+    ParameterServerRpc::WithAsyncMethod_Clock<
+    ParameterServerRpc::WithAsyncMethod_Barrier<
+    ParameterServerRpc::WithAsyncMethod_GetStats<
+    ParameterServerRpc::WithAsyncMethod_Checkpoint<
+    ParameterServerRpc::WithAsyncMethod_Leave<
+    ParameterServerRpc::WithAsyncMethod_ExportTable<
+    ParameterServerRpc::WithRawMethod_DataStream<
+    ParameterServerRpc::Service>>>>>>>>>>>;
 
 class ParameterServerService final : public ParameterServerAsyncBase {
  public:
@@ -66,8 +64,9 @@ class ParameterServerService final : public ParameterServerAsyncBase {
     checkpointer_ = checkpointer;
   }
 
-  // Serves every method but DataStream on `queue` from now on. Call once,
-  // after the server was built (BuildAndStart).
+  // Serves every method but DataStream on `queue` from now on (ExportTable:
+  // server/export_call.h). Call once, after the server was built
+  // (BuildAndStart).
   void ServeUnaryMethods(ServerQueue* queue);
 
  private:

@@ -55,7 +55,8 @@ Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
                 absl::Milliseconds(config.server.heartbeat_timeout_ms),
                 absl::Milliseconds(config.server.worker_join_timeout_ms),
                 absl::Now()),
-      waits_(executor) {}
+      waits_(executor),
+      memory_(static_cast<uint64_t>(config.server.memory_cap_bytes)) {}
 
 Shard::~Shard() { Stop(); }
 
@@ -66,6 +67,7 @@ absl::Status Shard::AddTable(const TableConfig& table) {
   options.num_workers = num_workers_;
   options.reject_non_finite = options_.reject_non_finite;
   options.dedup_window = options_.dedup_window;
+  options.memory_budget = &memory_;
   absl::StatusOr<std::unique_ptr<ShardTable>> created = ShardTable::Create(
       table, options, backend_.get(), registry_.FloorClock());
   if (!created.ok()) {
@@ -427,6 +429,8 @@ proto::StatsResponse Shard::GetStats() const {
   stats.set_shard_index(shard_index_);
   for (ShardTable* table : AllTables()) table->FillStats(stats.add_tables());
   registry_.FillStats(absl::Now(), &stats);
+  stats.set_memory_cap_bytes(memory_.cap());
+  stats.set_memory_used_bytes(memory_.used());
   return stats;
 }
 

@@ -42,6 +42,7 @@
 #include "server/executor.h"
 #include "server/shard_state.h"
 #include "server/metrics.h"
+#include "server/rows/memory_budget.h"
 #include "server/shard_table.h"
 #include "server/wait_list.h"
 #include "server/worker_registry.h"
@@ -158,6 +159,12 @@ class Shard {
     return FindTable(table_id);
   }
 
+  // The table with `table_id`, or null (export). Tables live as long as
+  // the Shard.
+  const ShardTable* FindTableById(uint32_t table_id) const {
+    return FindTable(table_id);
+  }
+
   // Number of parked operations (tests).
   int64_t NumWaitingForTesting() const { return waits_.size(); }
 
@@ -197,6 +204,9 @@ class Shard {
 
   WorkerRegistry registry_;
   WaitList waits_;
+  // server.memory_cap_bytes, charged by every table (declared before
+  // tables_, which release their charges when destroyed).
+  MemoryBudget memory_;
 
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<ShardTable>> tables_

@@ -7,6 +7,7 @@
 #define PS_SERVER_SHARD_STATE_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,25 @@
 #include "server/dedup_window.h"
 
 namespace ps {
+
+// Sparse tables' row lifecycle (server/rows/sparse_rows.h): what admission
+// and eviction need to go on exactly where they were.
+struct RowLifecycleState {
+  int64_t table_clock = 0;  // highest clock a push carried
+  uint64_t rows_admitted = 0;
+  uint64_t rows_evicted = 0;
+  // Count filter: (id, pushes so far) of ids not yet admitted, by id.
+  std::vector<std::pair<uint64_t, uint32_t>> pending_counts;
+  // One per eviction rule: its name, and its rows (the row numbers of
+  // TableState::rows) oldest first with their stamps (a clock or unix
+  // seconds; 0 for max_rows_per_shard).
+  struct Order {
+    std::string policy;
+    std::vector<uint64_t> rows;
+    std::vector<int64_t> stamps;
+  };
+  std::vector<Order> eviction;
+};
 
 struct TableState {
   TableConfig config;
@@ -32,6 +52,7 @@ struct TableState {
   std::vector<std::vector<float>> slots;
   // Sparse: (id, row), sorted by id.
   std::vector<std::pair<uint64_t, uint64_t>> rows;
+  RowLifecycleState lifecycle;  // sparse
   // Applied pushes per client (dedup_window.h).
   std::vector<DedupWindow::ClientWindow> dedup;
   // Sync pushes of the open step that the copy leaves out (their gradients

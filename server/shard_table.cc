@@ -12,6 +12,8 @@
 #include "proto/data_wire.h"
 #include "proto/ops.h"
 #include "server/initializer.h"
+#include "server/rows/admitted_push.h"
+#include "server/rows/row_cost.h"
 
 namespace ps {
 namespace {
@@ -64,6 +66,7 @@ absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
     UpdateBackend* backend, int64_t initial_step) {
   Range owned;
   uint64_t store_size = 0;
+  StoreLayout layout;
   if (config.kind == TableKind::kDense) {
     owned = DenseShardRange(config.size, options.shard_index,
                             options.num_shards);
@@ -71,35 +74,68 @@ absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
   } else if (config.dim == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("sparse table '", config.name, "' needs dim > 0"));
+  } else {
+    layout = StoreLayout{config.storage_type, config.state_type};
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<ParamStore> store,
-                   backend->CreateStore(config.optimizer, store_size));
-  if (config.kind == TableKind::kDense &&
+  uint64_t dense_charge = 0;
+  if (config.kind == TableKind::kDense && options.memory_budget != nullptr) {
+    ASSIGN_OR_RETURN(const uint64_t element_bytes, DenseElementBytes(config));
+    dense_charge = store_size * element_bytes;
+    RETURN_IF_ERROR(options.memory_budget->TryCharge(
+        dense_charge, absl::StrCat("dense table '", config.name, "' (",
+                                   store_size, " elements on this shard)")));
+  }
+  absl::StatusOr<std::unique_ptr<ParamStore>> store =
+      backend->CreateStore(config.optimizer, store_size, layout);
+  if (store.ok() && config.kind == TableKind::kDense &&
       config.initializer.type != InitializerType::kZeros) {
     std::vector<float> buf(std::min<uint64_t>(kInitChunk, store_size));
-    for (uint64_t pos = 0; pos < store_size; pos += kInitChunk) {
+    for (uint64_t pos = 0; store.ok() && pos < store_size; pos += kInitChunk) {
       const uint64_t n = std::min<uint64_t>(kInitChunk, store_size - pos);
       absl::Span<float> chunk(buf.data(), n);
       InitDenseRange(config.initializer, owned.begin + pos, chunk);
-      RETURN_IF_ERROR(store->Write(pos, chunk));
+      if (absl::Status s = (*store)->Write(pos, chunk); !s.ok()) store = s;
     }
   }
-  return std::unique_ptr<ShardTable>(
-      new ShardTable(config, options, std::move(store), owned,
-                     CreateConsistencyPolicy(config, initial_step)));
+  std::unique_ptr<SparseRows> sparse;
+  if (store.ok() && config.kind == TableKind::kSparse) {
+    absl::StatusOr<std::unique_ptr<SparseRows>> rows =
+        SparseRows::Create(config, options.shard_index, options.num_shards,
+                           store->get(), options.memory_budget);
+    if (rows.ok()) {
+      sparse = *std::move(rows);
+    } else {
+      store = rows.status();
+    }
+  }
+  if (!store.ok()) {
+    if (dense_charge > 0) options.memory_budget->Release(dense_charge);
+    return store.status();
+  }
+  return std::unique_ptr<ShardTable>(new ShardTable(
+      config, options, *std::move(store), std::move(sparse), owned,
+      CreateConsistencyPolicy(config, initial_step), dense_charge));
 }
 
 ShardTable::ShardTable(const TableConfig& config,
                        const ShardTableOptions& options,
-                       std::unique_ptr<ParamStore> store, Range owned,
-                       std::unique_ptr<ConsistencyPolicy> policy)
+                       std::unique_ptr<ParamStore> store,
+                       std::unique_ptr<SparseRows> sparse, Range owned,
+                       std::unique_ptr<ConsistencyPolicy> policy,
+                       uint64_t dense_charge)
     : config_(config),
       options_(options),
       owned_(owned),
       policy_(std::move(policy)),
+      dense_charge_(dense_charge),
       store_(std::move(store)),
+      sparse_(std::move(sparse)),
       dedup_(DedupWindow::Options{options.dedup_window,
                                   options.dedup_idle_timeout}) {}
+
+ShardTable::~ShardTable() {
+  if (dense_charge_ > 0) options_.memory_budget->Release(dense_charge_);
+}
 
 absl::Status ShardTable::Validate(const DataRequestView& request) const {
   const proto::Op op = request.op;
@@ -271,16 +307,26 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
     RETURN_IF_ERROR(policy_->AdmitPush(request, config_));
   }
   std::vector<uint64_t> rows;
-  if (config_.kind == TableKind::kSparse) RETURN_IF_ERROR(RowsFor(ids, &rows));
+  if (sparse_ != nullptr) {
+    RETURN_IF_ERROR(sparse_->Resolve(ids, IsPush(request.op), request.clock,
+                                     options_.now(), &rows));
+  }
   if (IsPush(request.op)) {
     RETURN_IF_ERROR(PushLocked(request, rows));
     dedup_.Record(request.client_id,
                   DedupWindow::Applied{request.request_id, version_, steps()},
                   absl::Now());
   }
-  if (IsPull(request.op)) RETURN_IF_ERROR(PullLocked(request, rows, response));
+  if (IsPull(request.op)) {
+    RETURN_IF_ERROR(PullLocked(request, ids, rows, response));
+  }
   response->set_version(version_);
   response->set_step(steps());
+  // Rows the eviction rules expire go now, except while a sync step has
+  // accumulated gradients on rows (they are applied by row number).
+  if (sparse_ != nullptr && !policy_->HasOpenStepPushes()) {
+    sparse_->Sweep(options_.now());
+  }
   return absl::OkStatus();
 }
 
@@ -289,10 +335,11 @@ absl::Status ShardTable::AnswerDuplicateLocked(
     const DedupWindow::Applied& original, proto::DataResponse* response) {
   if (IsPull(request.op)) {
     std::vector<uint64_t> rows;
-    if (config_.kind == TableKind::kSparse) {
-      RETURN_IF_ERROR(RowsFor(ids, &rows));
+    if (sparse_ != nullptr) {
+      RETURN_IF_ERROR(sparse_->Resolve(ids, /*push=*/false, request.clock,
+                                       options_.now(), &rows));
     }
-    RETURN_IF_ERROR(PullLocked(request, rows, response));
+    RETURN_IF_ERROR(PullLocked(request, ids, rows, response));
   }
   ++duplicates_;
   response->set_version(original.version);
@@ -300,41 +347,18 @@ absl::Status ShardTable::AnswerDuplicateLocked(
   return absl::OkStatus();
 }
 
-absl::Status ShardTable::RowsFor(absl::Span<const uint64_t> ids,
-                                 std::vector<uint64_t>* rows) {
-  rows->resize(ids.size());
-  const uint32_t dim = config_.dim;
-  uint64_t next_row = store_->size() / dim;
-  std::vector<float> fresh;  // initial values of the rows created here
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto [it, inserted] = rows_.try_emplace(ids[i], next_row);
-    if (inserted) {
-      const size_t at = fresh.size();
-      fresh.resize(at + dim);
-      InitSparseRow(config_.initializer, ids[i],
-                    absl::Span<float>(fresh.data() + at, dim));
-      ++next_row;
-    }
-    (*rows)[i] = it->second;
-  }
-  if (!fresh.empty()) {
-    absl::Status s = store_->Append(fresh);
-    if (!s.ok()) {
-      // Forget the ids whose rows were not created.
-      const uint64_t first_new = store_->size() / dim;
-      for (uint64_t id : ids) {
-        auto it = rows_.find(id);
-        if (it != rows_.end() && it->second >= first_new) rows_.erase(it);
-      }
-      return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ShardTable::PushLocked(const DataRequestView& request,
                                     absl::Span<const uint64_t> rows) {
-  RETURN_IF_ERROR(policy_->Push(request, rows, *this));
+  if (std::find(rows.begin(), rows.end(), SparseRows::kNoRow) == rows.end()) {
+    RETURN_IF_ERROR(policy_->Push(request, rows, *this));
+  } else {
+    // Ids not admitted: their gradients were only counted (Resolve).
+    const AdmittedPush admitted(request, rows, config_.dim,
+                                InfoOf(config_.value_type).bytes);
+    if (!admitted.empty()) {
+      RETURN_IF_ERROR(policy_->Push(admitted.view(), admitted.rows(), *this));
+    }
+  }
   ++pushes_;
   bytes_in_ += request.keys.size() + request.values.size();
   return absl::OkStatus();
@@ -395,6 +419,7 @@ void ShardTable::BumpVersion() {
 }
 
 absl::Status ShardTable::PullLocked(const DataRequestView& request,
+                                    absl::Span<const uint64_t> ids,
                                     absl::Span<const uint64_t> rows,
                                     proto::DataResponse* response) {
   std::string* out = response->mutable_values();
@@ -414,7 +439,7 @@ absl::Status ShardTable::PullLocked(const DataRequestView& request,
   if (dense) {
     RETURN_IF_ERROR(store_->Read(request.offset - owned_.begin, values));
   } else {
-    RETURN_IF_ERROR(store_->ReadRows(rows, config_.dim, values));
+    RETURN_IF_ERROR(sparse_->Read(ids, rows, values));
   }
   if (config_.value_type != ValueType::kFloat32) {
     const ValueTypeInfo& info = InfoOf(config_.value_type);
@@ -445,12 +470,37 @@ void ShardTable::FillStats(proto::TableStats* stats) const {
   stats->set_table_id(config_.table_id);
   stats->set_version(version_);
   stats->set_step(steps());
-  stats->set_num_rows(config_.kind == TableKind::kSparse ? rows_.size() : 0);
   stats->set_num_elements(store_->size());
   stats->set_pushes(pushes_);
   stats->set_pulls(pulls_);
   stats->set_bytes_in(bytes_in_);
   stats->set_bytes_out(bytes_out_);
+  stats->set_memory_bytes(dense_charge_);
+  if (sparse_ == nullptr) return;
+  stats->set_num_rows(sparse_->live());
+  stats->set_rows_admitted(sparse_->admitted());
+  stats->set_rows_evicted(sparse_->evicted());
+  stats->set_ids_pending(sparse_->pending());
+  stats->set_table_clock(sparse_->clock());
+  stats->set_memory_bytes(sparse_->charged_bytes());
+  stats->set_bytes_per_row(sparse_->cost().total());
+}
+
+absl::StatusOr<ExportedRows> ShardTable::ExportRows(uint64_t cursor,
+                                                    uint64_t max_rows,
+                                                    bool with_state) const {
+  absl::MutexLock lock(&mu_);
+  if (sparse_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", config_.name, "' is dense; only sparse tables export rows "
+        "(pull a dense table instead)"));
+  }
+  ExportedRows out;
+  out.next_cursor = cursor;
+  RETURN_IF_ERROR(sparse_->ReadLiveRows(&out.next_cursor, max_rows, with_state,
+                                        &out.ids, &out.values, &out.state));
+  out.done = out.next_cursor >= sparse_->num_slots();
+  return out;
 }
 
 bool ShardTable::OpenStepEmpty() const {
@@ -473,20 +523,21 @@ absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
   state.pulls = pulls_;
   state.bytes_in = bytes_in_;
   state.bytes_out = bytes_out_;
-  const uint64_t n = store_->size();
-  state.values.resize(n);
-  if (n > 0) RETURN_IF_ERROR(store_->Read(0, absl::MakeSpan(state.values)));
-  state.slots.resize(store_->num_slots());
-  for (int slot = 0; slot < store_->num_slots(); ++slot) {
-    state.slots[slot].resize(n);
-    if (n > 0) {
-      RETURN_IF_ERROR(
-          store_->ReadSlot(slot, 0, absl::MakeSpan(state.slots[slot])));
+  if (sparse_ != nullptr) {
+    // Live rows only, renumbered in id order (freed rows are left out).
+    RETURN_IF_ERROR(sparse_->Snapshot(&state));
+  } else {
+    const uint64_t n = store_->size();
+    state.values.resize(n);
+    if (n > 0) RETURN_IF_ERROR(store_->Read(0, absl::MakeSpan(state.values)));
+    state.slots.resize(store_->num_slots());
+    for (int slot = 0; slot < store_->num_slots(); ++slot) {
+      state.slots[slot].resize(n);
+      if (n > 0) {
+        RETURN_IF_ERROR(
+            store_->ReadSlot(slot, 0, absl::MakeSpan(state.slots[slot])));
+      }
     }
-  }
-  if (config_.kind == TableKind::kSparse) {
-    state.rows.assign(rows_.begin(), rows_.end());
-    std::sort(state.rows.begin(), state.rows.end());
   }
   state.dedup = dedup_.Export();
   if (policy_->HasOpenStepPushes()) {
@@ -535,53 +586,22 @@ absl::Status ShardTable::Restore(const TableState& state) {
           state.slots[s].size(), " values for ", n, " parameters"));
     }
   }
-  absl::flat_hash_map<uint64_t, uint64_t> rows;
   if (dense) {
     if (n != store_->size()) {
       return absl::DataLossError(absl::StrCat(
           "table '", config_.name, "': the checkpoint holds ", n,
           " values for a shard of ", store_->size(), " elements"));
     }
-  } else {
-    const uint32_t dim = config_.dim;
-    if (store_->size() != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "table '", config_.name, "' already has rows; restore needs a "
-          "fresh table"));
-    }
-    if (n % dim != 0 || state.rows.size() != n / dim) {
-      return absl::DataLossError(absl::StrCat(
-          "table '", config_.name, "': ", state.rows.size(), " row ids for ",
-          n, " values of rows of dim ", dim));
-    }
-    std::vector<bool> used(state.rows.size(), false);
-    rows.reserve(state.rows.size());
-    for (const auto& [id, row] : state.rows) {
-      if (row >= used.size() || used[row] || !rows.emplace(id, row).second) {
-        return absl::DataLossError(absl::StrCat(
-            "table '", config_.name, "': row map entry id ", id, " -> row ",
-            row, " is out of range or duplicated"));
-      }
-      used[row] = true;
-      const uint32_t owner = SparseShardOf(id, options_.num_shards);
-      if (owner != options_.shard_index) {
-        return absl::DataLossError(absl::StrCat(
-            "table '", config_.name, "': checkpointed id ", id,
-            " belongs to shard ", owner, ", not ", options_.shard_index));
-      }
-    }
-  }
-  if (dense) {
     if (n > 0) RETURN_IF_ERROR(store_->Write(0, state.values));
-  } else if (n > 0) {
-    RETURN_IF_ERROR(store_->Append(state.values));
-  }
-  for (size_t s = 0; s < slots; ++s) {
-    if (n > 0) {
-      RETURN_IF_ERROR(store_->WriteSlot(static_cast<int>(s), 0, state.slots[s]));
+    for (size_t s = 0; s < slots; ++s) {
+      if (n > 0) {
+        RETURN_IF_ERROR(
+            store_->WriteSlot(static_cast<int>(s), 0, state.slots[s]));
+      }
     }
+  } else {
+    RETURN_IF_ERROR(sparse_->Restore(state));
   }
-  rows_ = std::move(rows);
   version_ = state.version;
   policy_->Restore(state.steps);
   pushes_ = state.pushes;

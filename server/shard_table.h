@@ -4,9 +4,20 @@
 // Dense tables own the element range DenseShardRange(size, shard, shards);
 // requests carry global offsets, the store holds the owned range at local
 // offsets 0..range.size(). Sparse tables map each owned id (SparseShardOf)
-// to a row of the store, created on the first pull or push of that id with
-// the table's initializer (see initializer.h: values are independent of the
-// shard count and creation order).
+// to a row of the store (server/rows/sparse_rows.h), created with the
+// table's initializer (initializer.h: values are independent of the shard
+// count and creation order) when the table's admission policy admits the id
+// (by default at its first pull or push); an id without a row reads as its
+// initializer's values and its pushed gradients are only counted. After
+// each request the table drops the rows its eviction rules expire (sync
+// tables: only at step boundaries, so an open step's accumulated rows stay),
+// and freed rows are reused. Stores keep values and optimizer state in the
+// table's storage_type / state_type (update_backend.h).
+//
+// Memory: a dense table's store and every sparse row are charged to the
+// server's MemoryBudget (server/rows/memory_budget.h); a request that would
+// create rows past its cap fails with RESOURCE_EXHAUSTED and changes
+// nothing.
 //
 // Versions: version() counts the logical updates applied; the optimizer's
 // step t (Adam bias correction) is the version after the bump (>= 1).
@@ -24,6 +35,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,6 +53,8 @@
 #include "proto/ps.pb.h"
 #include "server/consistency/consistency_policy.h"
 #include "server/dedup_window.h"
+#include "server/rows/memory_budget.h"
+#include "server/rows/sparse_rows.h"
 #include "server/shard_state.h"
 
 namespace ps {
@@ -53,6 +67,20 @@ struct ShardTableOptions {
   // Exactly-once pushes (dedup_window.h): applied push ids kept per client.
   int64_t dedup_window = 4096;
   absl::Duration dedup_idle_timeout = absl::Hours(1);
+  // The server's table memory (shared by its tables; null: not counted).
+  // REQUIRES: outlives the table.
+  MemoryBudget* memory_budget = nullptr;
+  // Wall clock of ttl_seconds eviction (tests replace it).
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+// One chunk of a sparse table's export (ShardTable::ExportRows).
+struct ExportedRows {
+  std::vector<uint64_t> ids;
+  std::vector<float> values;              // ids.size() x dim, float32
+  std::vector<std::vector<float>> state;  // per optimizer slot, like values
+  uint64_t next_cursor = 0;
+  bool done = false;
 };
 
 class ShardTable : private TableUpdates {
@@ -61,13 +89,15 @@ class ShardTable : private TableUpdates {
   // only during the call. `initial_step` is where a sync table's step count
   // starts (the cluster's floor clock when the table is created at runtime).
   // Errors: those of backend->CreateStore (INVALID_ARGUMENT,
-  // RESOURCE_EXHAUSTED).
+  // RESOURCE_EXHAUSTED), RESOURCE_EXHAUSTED when a dense table does not fit
+  // in options.memory_budget.
   static absl::StatusOr<std::unique_ptr<ShardTable>> Create(
       const TableConfig& config, const ShardTableOptions& options,
       UpdateBackend* backend, int64_t initial_step = 0);
 
   ShardTable(const ShardTable&) = delete;
   ShardTable& operator=(const ShardTable&) = delete;
+  ~ShardTable();  // releases its memory charge
 
   const TableConfig& config() const { return config_; }
   const ConsistencyPolicy& policy() const { return *policy_; }
@@ -139,13 +169,24 @@ class ShardTable : private TableUpdates {
   // Forgets the dedup windows of clients idle for dedup_idle_timeout.
   void EvictIdleClients(absl::Time now);
 
+  // Sparse export: up to `max_rows` live rows from `cursor` (0 to start;
+  // then the previous chunk's next_cursor) in store order, with their
+  // optimizer state when `with_state`. Rows are read under the table's lock
+  // chunk by chunk, so training goes on between chunks: a row created
+  // meanwhile may be missed and one evicted and re-created may appear twice
+  // (the later copy is the newer). FAILED_PRECONDITION for a dense table;
+  // errors: the store's.
+  absl::StatusOr<ExportedRows> ExportRows(uint64_t cursor, uint64_t max_rows,
+                                          bool with_state) const;
+
   // Retried pushes that were answered without applying them again.
   uint64_t duplicates_for_testing() const;
 
  private:
   ShardTable(const TableConfig& config, const ShardTableOptions& options,
-             std::unique_ptr<ParamStore> store, Range owned,
-             std::unique_ptr<ConsistencyPolicy> policy);
+             std::unique_ptr<ParamStore> store,
+             std::unique_ptr<SparseRows> sparse, Range owned,
+             std::unique_ptr<ConsistencyPolicy> policy, uint64_t dense_charge);
 
   // TableUpdates, for the policy; called under mu_ (asserted).
   absl::Status Apply(const DataRequestView& push,
@@ -164,20 +205,18 @@ class ShardTable : private TableUpdates {
   absl::Status ValidateSparse(const DataRequestView& request,
                               bool push) const;
 
-  // Row indexes of `ids` (sorted, unique, owned), creating missing rows.
-  absl::Status RowsFor(absl::Span<const uint64_t> ids,
-                       std::vector<uint64_t>* rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The answer to a push already applied: no update; a PUSH_PULL reads.
   absl::Status AnswerDuplicateLocked(const DataRequestView& request,
                                      absl::Span<const uint64_t> ids,
                                      const DedupWindow::Applied& original,
                                      proto::DataResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sparse: `rows` as SparseRows::Resolve gave them (kNoRow: not stored).
   absl::Status PushLocked(const DataRequestView& request,
                           absl::Span<const uint64_t> rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PullLocked(const DataRequestView& request,
+                          absl::Span<const uint64_t> ids,
                           absl::Span<const uint64_t> rows,
                           proto::DataResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -188,10 +227,13 @@ class ShardTable : private TableUpdates {
   const Range owned_;  // dense only
   // Thread-safe; its step state changes under mu_ (see consistency_policy.h).
   const std::unique_ptr<ConsistencyPolicy> policy_;
+  // Bytes of a dense store charged to options_.memory_budget.
+  const uint64_t dense_charge_;
 
   mutable absl::Mutex mu_;
   std::unique_ptr<ParamStore> store_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, uint64_t> rows_ ABSL_GUARDED_BY(mu_);
+  // Sparse tables: the rows of store_ (null for dense tables).
+  std::unique_ptr<SparseRows> sparse_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   // Statistics.
   uint64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;

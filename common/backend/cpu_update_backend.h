@@ -7,8 +7,10 @@
 // -fno-math-errno so sqrt vectorizes; no -march, so it stays portable
 // x86-64). Updates run on the calling thread.
 //
-// Memory: size() floats of parameters + num_slots() * size() of state; the
-// accumulator (size() floats) is allocated on the first Accumulate* or
+// Memory: size() parameters + num_slots() * size() state values, each of
+// its layout's element type (StoreLayout: float32 by default; float16 /
+// bfloat16 take the converting path of update_backend.h block by block);
+// the accumulator (size() floats) is allocated on the first Accumulate* or
 // ApplyAccumulated* call, so async tables never pay for it. Allocation
 // failure -> RESOURCE_EXHAUSTED (CreateStore, Append, Accumulate*).
 //
@@ -36,9 +38,11 @@ class CpuUpdateBackend final : public UpdateBackend {
 
   // INVALID_ARGUMENT for a bad optimizer config (see
   // ValidateOptimizerConfig); RESOURCE_EXHAUSTED when the host cannot
-  // allocate size * (1 + num_slots) floats.
+  // allocate size * StoredBytesPerElement(layout, num_slots) bytes.
+  using UpdateBackend::CreateStore;
   absl::StatusOr<std::unique_ptr<ParamStore>> CreateStore(
-      const OptimizerConfig& optimizer, uint64_t size) override;
+      const OptimizerConfig& optimizer, uint64_t size,
+      const StoreLayout& layout) override;
 };
 
 }  // namespace ps

@@ -20,6 +20,16 @@
 //              w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + epsilon)
 // where t = `step` (>= 1), the shard-table's count of applied updates.
 // Optimizer state starts at 0 (Adagrad's h at initial_accumulator).
+//
+// Storage types (StoreLayout): a store keeps its parameters in one element
+// type and its optimizer state in one element type (common/value_type.h;
+// float32 by default). Every span in and out is float32 whatever the layout:
+// reads decode (exact: every float16 / bfloat16 value is a float32), writes
+// encode (round to nearest even). An update decodes the elements it touches,
+// applies the rule above in float32 and encodes the results, so each update
+// rounds each stored value once; an update smaller than half a unit in the
+// last place of the stored type is lost (e.g. w = 1.0 in bfloat16 ignores
+// |lr * g| < 2^-8). The sync accumulator is float32 in every layout.
 #ifndef PS_COMMON_BACKEND_UPDATE_BACKEND_H_
 #define PS_COMMON_BACKEND_UPDATE_BACKEND_H_
 
@@ -33,8 +43,28 @@
 #include "absl/types/span.h"
 #include "common/config.h"
 #include "common/piecewise_bytes.h"
+#include "common/value_type.h"
 
 namespace ps {
+
+// Element types of a store (see the file comment).
+struct StoreLayout {
+  ValueType values = ValueType::kFloat32;  // parameters
+  ValueType state = ValueType::kFloat32;   // optimizer state slots
+};
+
+inline bool operator==(const StoreLayout& a, const StoreLayout& b) {
+  return a.values == b.values && a.state == b.state;
+}
+
+// Bytes one element costs in a store of `layout` whose optimizer keeps
+// `num_slots` state values per element (the sync accumulator, 4 bytes per
+// element once allocated, not included).
+inline uint64_t StoredBytesPerElement(const StoreLayout& layout,
+                                      int num_slots) {
+  return InfoOf(layout.values).bytes +
+         static_cast<uint64_t>(num_slots) * InfoOf(layout.state).bytes;
+}
 
 class ParamStore {
  public:
@@ -46,6 +76,9 @@ class ParamStore {
   // Number of per-element optimizer state slots: SGD 0, momentum 1,
   // Adagrad 1, Adam 2 (m then v).
   virtual int num_slots() const = 0;
+
+  // The element types the store keeps (fixed at creation).
+  virtual StoreLayout layout() const = 0;
 
   // Grows the store by values.size() elements set to `values`; their optimizer
   // state and accumulator start as after construction. Used for new sparse rows.
@@ -63,6 +96,18 @@ class ParamStore {
   // `out` / `grad` hold rows.size() * dim values in `rows` order.
   virtual absl::Status ReadRows(absl::Span<const uint64_t> rows, uint32_t dim,
                                 absl::Span<float> out) = 0;
+
+  // Makes the listed rows as Append would create them: parameters set to
+  // `values` (rows.size() * dim, in `rows` order), optimizer state at its
+  // initial value, accumulator 0. Used to reuse the rows of evicted sparse
+  // ids. REQUIRES: rows are distinct. Checks as ReadRows.
+  virtual absl::Status ResetRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                                 absl::Span<const float> values) = 0;
+
+  // Optimizer state slot `slot` of the listed rows, as ReadRows reads the
+  // parameters (export). INVALID_ARGUMENT unless 0 <= slot < num_slots().
+  virtual absl::Status ReadSlotRows(int slot, absl::Span<const uint64_t> rows,
+                                    uint32_t dim, absl::Span<float> out) = 0;
 
   // Applies the optimizer to [offset, offset + grad.size()) with
   // gradient grad[i] * grad_scale.
@@ -130,11 +175,18 @@ class UpdateBackend {
   // "cpu" or "cuda:<device name>".
   virtual std::string name() const = 0;
 
-  // A store of `size` zero parameters with fresh optimizer state.
-  // INVALID_ARGUMENT for a bad optimizer config; RESOURCE_EXHAUSTED when the
-  // device has no room.
+  // A store of `size` zero parameters with fresh optimizer state, keeping
+  // its elements as `layout` says. INVALID_ARGUMENT for a bad optimizer
+  // config; RESOURCE_EXHAUSTED when the device has no room.
   virtual absl::StatusOr<std::unique_ptr<ParamStore>> CreateStore(
-      const OptimizerConfig& optimizer, uint64_t size) = 0;
+      const OptimizerConfig& optimizer, uint64_t size,
+      const StoreLayout& layout) = 0;
+
+  // The same with float32 parameters and state.
+  absl::StatusOr<std::unique_ptr<ParamStore>> CreateStore(
+      const OptimizerConfig& optimizer, uint64_t size) {
+    return CreateStore(optimizer, size, StoreLayout());
+  }
 };
 
 // The CPU backend; always available.

@@ -38,8 +38,22 @@ constexpr double kTolerance = 1e-5;
 // ---------------------------------------------------------------------------
 // float64 reference
 
+// `x` rounded to `type` (as a store of that element type keeps it).
+double RoundTo(ValueType type, double x) {
+  float f = static_cast<float>(x);
+  if (type == ValueType::kFloat32) return x;
+  const ValueTypeInfo& info = InfoOf(type);
+  char bytes[4];
+  info.encode(absl::MakeConstSpan(&f, 1), bytes);
+  info.decode(absl::string_view(bytes, info.bytes), &f);
+  return f;
+}
+
 struct RefStore {
   OptimizerConfig config;
+  // Element types of the store under test: the reference rounds each
+  // updated value to them (a float32 store is compared unrounded).
+  StoreLayout layout;
   std::vector<double> w;
   std::vector<std::vector<double>> s;  // state slots, as the registry orders them
   std::vector<double> acc;
@@ -65,8 +79,10 @@ struct RefStore {
 
   void Grow(const std::vector<float>& values) {
     for (float v : values) {
-      w.push_back(v);
-      for (int j = 0; j < slots(); ++j) s[j].push_back(InitialSlot(j));
+      w.push_back(RoundTo(layout.values, v));
+      for (int j = 0; j < slots(); ++j) {
+        s[j].push_back(RoundTo(layout.state, InitialSlot(j)));
+      }
       acc.push_back(0.0);
     }
   }
@@ -112,6 +128,8 @@ struct RefStore {
     } else {
       ADD_FAILURE() << "no reference for optimizer " << c.type;
     }
+    w[i] = RoundTo(layout.values, w[i]);
+    for (int j = 0; j < slots(); ++j) s[j][i] = RoundTo(layout.state, s[j][i]);
   }
 
   void ApplyDense(uint64_t offset, const std::vector<float>& grad, float scale,
@@ -179,16 +197,36 @@ double RelativeError(absl::Span<const float> got,
   return max_diff / std::max(max_ref, 1e-3);
 }
 
+// Norm-wise tolerance for values stored as `type`: two units in the last
+// place (the store computes in float32 and the reference in float64, so
+// they may round a value to neighbouring half-precision numbers, and one
+// such difference carries into later steps).
+double ToleranceFor(ValueType type) {
+  switch (type) {
+    case ValueType::kFloat32:
+      return kTolerance;
+    case ValueType::kFloat16:
+      return 2.0 * std::ldexp(1.0, -10);
+    case ValueType::kBfloat16:
+      return 2.0 * std::ldexp(1.0, -7);
+  }
+  return 0.0;
+}
+
 // Reads params and every slot of `store` and compares them with `ref`.
+// Parameters and state feed each other, so both get the coarser type's
+// tolerance.
 void ExpectMatches(ParamStore* store, const RefStore& ref,
                    const std::string& where) {
+  const double tolerance = std::max(ToleranceFor(ref.layout.values),
+                                    ToleranceFor(ref.layout.state));
   ASSERT_EQ(store->size(), ref.w.size()) << where;
   std::vector<float> got(store->size());
   ASSERT_TRUE(store->Read(0, absl::MakeSpan(got)).ok()) << where;
-  EXPECT_LE(RelativeError(got, ref.w), kTolerance) << where << ": params";
+  EXPECT_LE(RelativeError(got, ref.w), tolerance) << where << ": params";
   for (int s = 0; s < store->num_slots(); ++s) {
     ASSERT_TRUE(store->ReadSlot(s, 0, absl::MakeSpan(got)).ok()) << where;
-    EXPECT_LE(RelativeError(got, ref.s[s]), kTolerance)
+    EXPECT_LE(RelativeError(got, ref.s[s]), tolerance)
         << where << ": slot " << s;
   }
 }
@@ -716,6 +754,180 @@ TEST_P(UpdateBackendConformanceTest, RejectsBadOptimizerConfigs) {
   expect_invalid(c, "weight_decay");
 }
 
+// ---------------------------------------------------------------------------
+// Storage types (StoreLayout) and row reuse.
+
+std::vector<StoreLayout> HalfLayouts() {
+  const ValueType f32 = ValueType::kFloat32;
+  const ValueType f16 = ValueType::kFloat16;
+  const ValueType bf16 = ValueType::kBfloat16;
+  return {{f16, f32}, {bf16, f32}, {f16, f16}, {bf16, bf16}, {f32, f16}};
+}
+
+std::string LayoutName(const StoreLayout& l) {
+  return absl::StrCat(ValueTypeName(l.values), "/", ValueTypeName(l.state));
+}
+
+TEST_P(UpdateBackendConformanceTest, HalfPrecisionValuesRoundTripExactly) {
+  std::mt19937 rng(21);
+  OptimizerConfig c;
+  c.type = "adam";
+  for (const StoreLayout& layout : HalfLayouts()) {
+    SCOPED_TRACE(LayoutName(layout));
+    absl::StatusOr<std::unique_ptr<ParamStore>> store =
+        backend_->CreateStore(c, 0, layout);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->layout(), layout);
+    // Values over many binades, subnormals of float16, and beyond its range.
+    std::vector<float> values = Uniform(&rng, 300, -4.0f, 4.0f);
+    values.insert(values.end(), {1e-6f, -3e-7f, 70000.0f, -1e5f, 0.0f, 1.0f});
+    const uint32_t dim = 6;
+    values.resize(values.size() / dim * dim);
+    ASSERT_TRUE((*store)->Append(values).ok());
+    std::vector<float> got(values.size());
+    ASSERT_TRUE((*store)->Read(0, absl::MakeSpan(got)).ok());
+    std::vector<uint64_t> rows(values.size() / dim);
+    for (uint64_t r = 0; r < rows.size(); ++r) rows[r] = rows.size() - 1 - r;
+    std::vector<float> by_rows(values.size());
+    ASSERT_TRUE((*store)->ReadRows(rows, dim, absl::MakeSpan(by_rows)).ok());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float want =
+          static_cast<float>(RoundTo(layout.values, values[i]));
+      ASSERT_EQ(got[i], want) << "element " << i << " = " << values[i];
+      const size_t r = i / dim;
+      ASSERT_EQ(by_rows[(rows.size() - 1 - r) * dim + i % dim], want);
+    }
+    // State slots round to the state type the same way.
+    std::vector<float> state = Uniform(&rng, values.size());
+    ASSERT_TRUE((*store)->WriteSlot(1, 0, state).ok());
+    ASSERT_TRUE((*store)->ReadSlot(1, 0, absl::MakeSpan(got)).ok());
+    for (size_t i = 0; i < state.size(); ++i) {
+      ASSERT_EQ(got[i], static_cast<float>(RoundTo(layout.state, state[i])));
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, HalfPrecisionUpdatesMatchRoundedReference) {
+  constexpr uint32_t kDim = 9;
+  constexpr uint64_t kRows = 40;
+  for (const StoreLayout& layout : HalfLayouts()) {
+    std::mt19937 rng(31);
+    for (const OptimizerCase& oc : AllOptimizerCases()) {
+      SCOPED_TRACE(absl::StrCat(LayoutName(layout), " ", oc.name));
+      absl::StatusOr<std::unique_ptr<ParamStore>> created =
+          backend_->CreateStore(oc.config, kRows * kDim, layout);
+      ASSERT_TRUE(created.ok()) << created.status();
+      ParamStore* store = created->get();
+      RefStore ref(oc.config, 0);
+      ref.layout = layout;
+      ref.Grow(std::vector<float>(kRows * kDim, 0.0f));
+      const std::vector<float> init = Uniform(&rng, kRows * kDim);
+      ASSERT_TRUE(store->Write(0, init).ok());
+      for (size_t i = 0; i < init.size(); ++i) {
+        ref.w[i] = RoundTo(layout.values, init[i]);
+      }
+      for (int64_t t = 1; t <= 4; ++t) {
+        std::vector<uint64_t> rows(kRows);
+        for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
+        std::shuffle(rows.begin(), rows.end(), rng);
+        rows.resize(15);
+        const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+        ASSERT_TRUE(store->ApplyRows(rows, kDim, g, 0.5f, t).ok());
+        ref.ApplyRows(rows, kDim, g, 0.5f, t);
+        // Sync path: accumulated rows, then a dense step over everything.
+        const std::vector<float> a = Uniform(&rng, rows.size() * kDim);
+        ASSERT_TRUE(store->AccumulateRows(rows, kDim, a).ok());
+        for (size_t r = 0; r < rows.size(); ++r) {
+          for (uint32_t j = 0; j < kDim; ++j) {
+            ref.acc[rows[r] * kDim + j] += a[r * kDim + j];
+          }
+        }
+        ASSERT_TRUE(store->ApplyAccumulatedRows(rows, kDim, 1.0f, t).ok());
+        ref.ApplyAccumulatedRows(rows, kDim, 1.0f, t);
+        const std::vector<float> d = Uniform(&rng, kRows * kDim - 3);
+        ASSERT_TRUE(store->ApplyDense(3, d, 1.0f, t).ok());
+        ref.ApplyDense(3, d, 1.0f, t);
+        ExpectMatches(store, ref, absl::StrCat("step ", t));
+      }
+    }
+  }
+}
+
+TEST_P(UpdateBackendConformanceTest, ResetRowsMakesFreshRows) {
+  std::mt19937 rng(41);
+  constexpr uint32_t kDim = 5;
+  constexpr uint64_t kRows = 12;
+  std::vector<StoreLayout> layouts = HalfLayouts();
+  layouts.insert(layouts.begin(), StoreLayout());
+  for (const StoreLayout& layout : layouts) {
+    for (const OptimizerCase& oc : AllOptimizerCases()) {
+      SCOPED_TRACE(absl::StrCat(LayoutName(layout), " ", oc.name));
+      absl::StatusOr<std::unique_ptr<ParamStore>> created =
+          backend_->CreateStore(oc.config, 0, layout);
+      ASSERT_TRUE(created.ok()) << created.status();
+      ParamStore* store = created->get();
+      RefStore ref(oc.config, 0);
+      ref.layout = layout;
+      const std::vector<float> init = Uniform(&rng, kRows * kDim);
+      ASSERT_TRUE(store->Append(init).ok());
+      ref.Grow(init);
+      std::vector<uint64_t> all(kRows);
+      for (uint64_t r = 0; r < kRows; ++r) all[r] = r;
+      // Every row gets optimizer state and a pending accumulated gradient.
+      std::vector<float> g = Uniform(&rng, kRows * kDim);
+      ASSERT_TRUE(store->ApplyRows(all, kDim, g, 1.0f, 1).ok());
+      ref.ApplyRows(all, kDim, g, 1.0f, 1);
+      g = Uniform(&rng, kRows * kDim);
+      ASSERT_TRUE(store->AccumulateRows(all, kDim, g).ok());
+      // Rows 7 and 2 are reused: new values, fresh state, no gradient.
+      const std::vector<uint64_t> reused = {7, 2};
+      const std::vector<float> fresh = Uniform(&rng, reused.size() * kDim);
+      ASSERT_TRUE(store->ResetRows(reused, kDim, fresh).ok());
+      for (size_t r = 0; r < reused.size(); ++r) {
+        for (uint32_t j = 0; j < kDim; ++j) {
+          const uint64_t i = reused[r] * kDim + j;
+          ref.w[i] = RoundTo(layout.values, fresh[r * kDim + j]);
+          for (int q = 0; q < ref.slots(); ++q) {
+            ref.s[q][i] = RoundTo(layout.state, ref.InitialSlot(q));
+          }
+        }
+      }
+      for (uint64_t r = 0; r < kRows; ++r) {
+        const bool was_reset = r == 7 || r == 2;
+        for (uint32_t j = 0; j < kDim; ++j) {
+          ref.acc[r * kDim + j] = was_reset ? 0.0 : g[r * kDim + j];
+        }
+      }
+      ExpectMatches(store, ref, "after ResetRows");
+      ASSERT_TRUE(store->ApplyAccumulatedRows(all, kDim, 1.0f, 2).ok());
+      ref.ApplyAccumulatedRows(all, kDim, 1.0f, 2);
+      ExpectMatches(store, ref, "accumulated step after ResetRows");
+      // ReadSlotRows agrees with the reference row by row.
+      for (int q = 0; q < store->num_slots(); ++q) {
+        std::vector<float> got(reused.size() * kDim);
+        ASSERT_TRUE(
+            store->ReadSlotRows(q, reused, kDim, absl::MakeSpan(got)).ok());
+        for (size_t r = 0; r < reused.size(); ++r) {
+          for (uint32_t j = 0; j < kDim; ++j) {
+            EXPECT_NEAR(got[r * kDim + j], ref.s[q][reused[r] * kDim + j],
+                        1e-6 + 1e-2 * std::fabs(ref.s[q][reused[r] * kDim + j]));
+          }
+        }
+      }
+      const std::vector<float> one_row(fresh.begin(), fresh.begin() + kDim);
+      EXPECT_EQ(store->ResetRows({kRows}, kDim, one_row).code(),
+                absl::StatusCode::kOutOfRange);
+      if (store->num_slots() > 0) {
+        std::vector<float> out(kDim);
+        EXPECT_EQ(store->ReadSlotRows(store->num_slots(), {0}, kDim,
+                                      absl::MakeSpan(out))
+                      .code(),
+                  absl::StatusCode::kInvalidArgument);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, UpdateBackendConformanceTest,
                          ::testing::Values("cpu", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
@@ -800,6 +1012,58 @@ TEST(UpdateBackendCrossCheckTest, GpuMatchesCpuOnSameInputs) {
                 kTolerance)
           << "slot " << s;
     }
+  }
+}
+
+// Half-precision layouts: the GPU rounds as the CPU does (both compute in
+// float32 and round to nearest even), so the two agree to one unit of the
+// stored type.
+TEST(UpdateBackendCrossCheckTest, GpuMatchesCpuForHalfLayouts) {
+  absl::StatusOr<std::unique_ptr<UpdateBackend>> cuda =
+      CreateUpdateBackend(DeviceKind::kCuda);
+  if (!cuda.ok()) {
+    GTEST_SKIP() << "CUDA backend not available, GPU-vs-CPU check not run: "
+                 << cuda.status().message();
+  }
+  std::unique_ptr<UpdateBackend> cpu = CreateCpuUpdateBackend();
+  constexpr uint32_t kDim = 16;
+  constexpr uint64_t kRows = 4001;
+  OptimizerConfig c;
+  c.type = "adagrad";
+  c.learning_rate = 0.05f;
+  c.params = {{"epsilon", 1e-10f}, {"initial_accumulator", 0.1f}};
+  for (const StoreLayout& layout : HalfLayouts()) {
+    SCOPED_TRACE(LayoutName(layout));
+    std::mt19937 rng(5);
+    auto a = cpu->CreateStore(c, 0, layout);
+    auto b = (*cuda)->CreateStore(c, 0, layout);
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<float> init = Uniform(&rng, kRows * kDim);
+    for (ParamStore* s : {a->get(), b->get()}) ASSERT_TRUE(s->Append(init).ok());
+    for (int64_t t = 1; t <= 3; ++t) {
+      std::vector<uint64_t> rows;
+      for (uint64_t r = t; r < kRows; r += 3) rows.push_back(r);
+      const std::vector<float> g = Uniform(&rng, rows.size() * kDim);
+      const std::vector<uint64_t> reset = {static_cast<uint64_t>(t + 1000)};
+      const std::vector<float> fresh = Uniform(&rng, kDim);
+      for (ParamStore* s : {a->get(), b->get()}) {
+        ASSERT_TRUE(s->ApplyRows(rows, kDim, g, 1.0f, t).ok());
+        ASSERT_TRUE(s->AccumulateRows(rows, kDim, g).ok());
+        ASSERT_TRUE(s->ApplyAccumulatedRows(rows, kDim, 0.5f, t).ok());
+        ASSERT_TRUE(s->ResetRows(reset, kDim, fresh).ok());
+      }
+    }
+    const double tolerance = std::max(ToleranceFor(layout.values),
+                                      ToleranceFor(layout.state));
+    std::vector<float> wa(kRows * kDim), wb(kRows * kDim);
+    ASSERT_TRUE((*a)->Read(0, absl::MakeSpan(wa)).ok());
+    ASSERT_TRUE((*b)->Read(0, absl::MakeSpan(wb)).ok());
+    EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+              tolerance);
+    ASSERT_TRUE((*a)->ReadSlot(0, 0, absl::MakeSpan(wa)).ok());
+    ASSERT_TRUE((*b)->ReadSlot(0, 0, absl::MakeSpan(wb)).ok());
+    EXPECT_LE(RelativeError(wb, std::vector<double>(wa.begin(), wa.end())),
+              tolerance);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/backend/cpu_update_backend.h"
 #include "common/partition.h"
+#include "server/rows/row_cost.h"
 
 namespace ps::ctl {
 namespace {
@@ -56,8 +57,9 @@ absl::StatusOr<ClusterFootprint> EstimateFootprint(
     absl::StatusOr<uint64_t> saved = FloatsPerElement(backend, table, false);
     if (!saved.ok()) return saved.status();
     if (table.kind == TableKind::kSparse) {
-      footprint.sparse_tables.push_back(
-          {table.name, table.dim * kFloatBytes * *resident});
+      absl::StatusOr<RowCost> row = ::ps::SparseRowCost(table);
+      if (!row.ok()) return row.status();
+      footprint.sparse_tables.push_back({table.name, row->total()});
       continue;
     }
     for (uint32_t shard = 0; shard < num_shards; ++shard) {

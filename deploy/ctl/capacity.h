@@ -14,9 +14,10 @@
 // for sync tables (the step's gradient sum, allocated on the first sync push)
 // and 0 otherwise.
 //
-// Not covered: sparse tables (their rows are created on first pull and are
-// not bounded until the embedding tables get a capacity cap; each row costs
-// dim x 4 x (1 + slots + accumulator) bytes, reported per table), the
+// Not covered: sparse tables (their rows are created on first use; each
+// row costs server/rows/row_cost.h's bytes per row, reported per table; the
+// rows a shard holds depend on the ids trained and the table's eviction
+// rules: `ps_ctl plan` multiplies them out, deploy/ctl/plan.h), the
 // process itself (code, gRPC buffers, in-flight messages of up to
 // server.max_message_bytes each; an idle ps_server is about 170 MiB RSS with
 // the CUDA backend linked), checkpoint headers and dedup windows (a few KiB),
@@ -41,7 +42,7 @@ struct ShardFootprint {
 
 struct SparseRowCost {
   std::string table;
-  uint64_t bytes_per_row = 0;  // resident, as for a dense element x dim
+  uint64_t bytes_per_row = 0;  // SparseRowCost(table).total()
 };
 
 struct ClusterFootprint {

@@ -47,7 +47,8 @@ TEST(CapacityTest, OneShardHoldsEveryDenseTable) {
   EXPECT_EQ(footprint->shards[0].checkpoint_bytes, kCheckpoint);
   ASSERT_EQ(footprint->sparse_tables.size(), 1u);
   EXPECT_EQ(footprint->sparse_tables[0].table, "e");
-  EXPECT_EQ(footprint->sparse_tables[0].bytes_per_row, 8u * 4 * 2);
+  // row_cost.h: values + adagrad state + index (no eviction rules).
+  EXPECT_EQ(footprint->sparse_tables[0].bytes_per_row, 8u * 4 * 2 + 24);
 }
 
 TEST(CapacityTest, ShardsSplitTheTablesAndTheLargestIsReported) {

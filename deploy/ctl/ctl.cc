@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/config.h"
+#include "deploy/ctl/capacity.h"
 #include "deploy/ctl/health_probe.h"
 
 namespace ps::ctl {
@@ -233,7 +235,11 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
   std::vector<std::string> names;
   std::map<std::string, std::vector<std::pair<uint32_t, ShardStats::Table>>>
       rows;
-  for (const TableInfo& t : client.ListTables()) names.push_back(t.name);
+  std::set<std::string> sparse;
+  for (const TableInfo& t : client.ListTables()) {
+    names.push_back(t.name);
+    if (t.kind == TableKind::kSparse) sparse.insert(t.name);
+  }
   for (const ShardStats& s : *stats) {
     for (const ShardStats::Table& t : s.tables) {
       if (!rows.count(t.name) &&
@@ -252,13 +258,36 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
       total.bytes_in += t.bytes_in;
       total.bytes_out += t.bytes_out;
       total.version += t.version;
+      total.num_rows += t.num_rows;
+      total.rows_admitted += t.rows_admitted;
+      total.rows_evicted += t.rows_evicted;
+      total.ids_pending += t.ids_pending;
+      total.memory_bytes += t.memory_bytes;
     }
     return total;
   };
-  auto counters_json = [](const ShardStats::Table& t) {
-    return absl::StrCat("\"pushes\":", t.pushes, ",\"pulls\":", t.pulls,
-                        ",\"bytes_in\":", t.bytes_in, ",\"bytes_out\":",
-                        t.bytes_out, ",\"updates\":", t.version);
+  // Sparse tables add their row lifecycle (rows: live rows).
+  auto counters_json = [&sparse](const ShardStats::Table& t) {
+    std::string json = absl::StrCat(
+        "\"pushes\":", t.pushes, ",\"pulls\":", t.pulls, ",\"bytes_in\":",
+        t.bytes_in, ",\"bytes_out\":", t.bytes_out, ",\"updates\":", t.version);
+    if (sparse.count(t.name) > 0) {
+      absl::StrAppend(&json, ",\"rows\":", t.num_rows, ",\"rows_admitted\":",
+                      t.rows_admitted, ",\"rows_evicted\":", t.rows_evicted,
+                      ",\"ids_pending\":", t.ids_pending,
+                      ",\"memory_bytes\":", t.memory_bytes);
+    }
+    return json;
+  };
+  auto memory_json = [&stats]() {
+    std::vector<std::string> shards;
+    for (const ShardStats& s : *stats) {
+      shards.push_back(absl::StrCat("{\"shard\":", s.shard_index,
+                                    ",\"used_bytes\":", s.memory_used_bytes,
+                                    ",\"cap_bytes\":", s.memory_cap_bytes,
+                                    "}"));
+    }
+    return absl::StrJoin(shards, ",");
   };
   if (options.json) {
     std::vector<std::string> tables;
@@ -272,7 +301,8 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
                                     counters_json(sum(name)), ",\"shards\":[",
                                     absl::StrJoin(shards, ","), "]}"));
     }
-    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(tables, ",") << "]}\n";
+    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(tables, ",")
+        << "],\"memory\":[" << memory_json() << "]}\n";
     return kExitOk;
   }
   TextTable table({"TABLE", "SHARD", "PUSHES", "PULLS", "BYTES_IN",
@@ -288,6 +318,34 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
     add(name, "all", sum(name));
   }
   table.Print(out);
+  if (!sparse.empty()) {
+    out << "\n";
+    TextTable lifecycle(
+        {"TABLE", "SHARD", "ROWS", "ADMITTED", "EVICTED", "PENDING", "MEMORY"});
+    auto add_rows = [&lifecycle](const std::string& name,
+                                 const std::string& shard,
+                                 const ShardStats::Table& t) {
+      lifecycle.Add({name, shard, absl::StrCat(t.num_rows),
+                     absl::StrCat(t.rows_admitted), absl::StrCat(t.rows_evicted),
+                     absl::StrCat(t.ids_pending), HumanBytes(t.memory_bytes)});
+    };
+    for (const std::string& name : names) {
+      if (sparse.count(name) == 0) continue;
+      for (const auto& [shard, t] : rows[name]) {
+        add_rows(name, absl::StrCat(shard), t);
+      }
+      add_rows(name, "all", sum(name));
+    }
+    lifecycle.Print(out);
+  }
+  out << "\n";
+  TextTable memory({"SHARD", "TABLE_MEMORY", "MEMORY_CAP"});
+  for (const ShardStats& s : *stats) {
+    memory.Add({absl::StrCat(s.shard_index), HumanBytes(s.memory_used_bytes),
+                s.memory_cap_bytes == 0 ? "none"
+                                        : HumanBytes(s.memory_cap_bytes)});
+  }
+  memory.Print(out);
   return kExitOk;
 }
 

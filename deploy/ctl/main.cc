@@ -8,6 +8,10 @@
 //          [--namespace NS] --out DIR [--check]
 //   ps_ctl inject-token --config FILE --token_file FILE --out FILE
 //   ps_ctl config-reference
+//   ps_ctl (--config FILE | --servers ...) export --table NAME --out FILE
+//          [--with_state]
+//   ps_ctl plan --config FILE [--rows NAME=IDS,...] [--memory_budget_bytes N]
+//          [--json]
 //
 // With --config the servers, TLS settings, bearer token and tables come from
 // the cluster config (the handshake checks the servers against its tables);
@@ -16,25 +20,32 @@
 // workers (deploy/ctl/render_k8s.h); inject-token writes a config with the
 // bearer token of a Secret (deploy/ctl/inject_token.h); config-reference
 // prints the reference of every config key as Markdown
-// (deploy/CONFIG_REFERENCE.md). See deploy/ctl/README.md.
+// (deploy/CONFIG_REFERENCE.md); export writes a sparse table's rows to an
+// embedding export file (deploy/ctl/export_table.h); plan prints the
+// memory the config's tables take per server (deploy/ctl/plan.h). See
+// deploy/ctl/README.md.
 //
 // Exit status: 0 OK; 1 a server unreachable / not serving or an RPC failed
 // (each error names the server's address), or render-k8s --check found a
-// stale overlay, or a file could not be written; 2 bad command line, config
-// or token.
+// stale overlay, or a file could not be written, or (plan) the tables do not
+// fit the budget; 2 bad command line, config or token.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "deploy/ctl/config_reference.h"
 #include "deploy/ctl/ctl.h"
+#include "deploy/ctl/export_table.h"
 #include "deploy/ctl/inject_token.h"
+#include "deploy/ctl/plan.h"
 #include "deploy/ctl/render_k8s.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config YAML file");
@@ -56,10 +67,20 @@ ABSL_FLAG(std::string, image, "",
           "render-k8s: the image, NAME:TAG or NAME@sha256:DIGEST");
 ABSL_FLAG(std::string, namespace, "ps", "render-k8s: Kubernetes namespace");
 ABSL_FLAG(std::string, out, "",
-          "render-k8s: overlay directory; inject-token: output config file");
+          "render-k8s: overlay directory; inject-token: output config file; "
+          "export: the embedding export file");
 ABSL_FLAG(bool, check, false,
           "render-k8s: compare with the files in --out instead of writing");
 ABSL_FLAG(std::string, token_file, "", "inject-token: the bearer token file");
+// export and plan.
+ABSL_FLAG(std::string, table, "", "export: the sparse table");
+ABSL_FLAG(bool, with_state, false,
+          "export: also every row's optimizer state");
+ABSL_FLAG(std::string, rows, "",
+          "plan: expected distinct ids per sparse table, NAME=IDS,...");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "plan: memory per server to plan against (default: the config's "
+          "server.memory_cap_bytes)");
 
 namespace {
 
@@ -71,7 +92,11 @@ constexpr char kUsage[] =
     "--num_workers M --device cpu|cuda --image NAME:TAG [--namespace NS] "
     "--out DIR [--check]\n"
     "  or: ps_ctl inject-token --config FILE --token_file FILE --out FILE\n"
-    "  or: ps_ctl config-reference";
+    "  or: ps_ctl config-reference\n"
+    "  or: ps_ctl (--config FILE | --servers HOST:PORT,...) export --table "
+    "NAME --out FILE [--with_state]\n"
+    "  or: ps_ctl plan --config FILE [--rows NAME=IDS,...] "
+    "[--memory_budget_bytes N] [--json]";
 
 int Usage(const std::string& message) {
   std::cerr << "ps_ctl: " << message << "\nusage: " << kUsage << "\n";
@@ -125,6 +150,60 @@ int InjectToken() {
   return ps::ctl::kExitOk;
 }
 
+int Plan() {
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) return Usage("plan needs --config");
+  absl::StatusOr<ps::ClusterConfig> config = ps::LoadClusterConfig(config_path);
+  if (!config.ok()) return Usage(std::string(config.status().message()));
+  ps::ctl::PlanOptions options;
+  for (absl::string_view entry :
+       absl::StrSplit(absl::GetFlag(FLAGS_rows), ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(entry, '=');
+    uint64_t ids = 0;
+    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &ids)) {
+      return Usage(absl::StrCat("--rows: expected NAME=IDS, got '", entry, "'"));
+    }
+    options.rows[kv.first] = ids;
+  }
+  const int64_t budget = absl::GetFlag(FLAGS_memory_budget_bytes);
+  if (budget < 0) return Usage("--memory_budget_bytes must be >= 0");
+  options.budget_bytes = static_cast<uint64_t>(budget);
+  absl::StatusOr<ps::ctl::Plan> plan = ps::ctl::MakePlan(*config, options);
+  if (!plan.ok()) return Fail(plan.status());
+  ps::ctl::PrintPlan(*plan, absl::GetFlag(FLAGS_json), std::cout);
+  const bool checked = plan->budget_bytes > 0;
+  return checked && !plan->fits() ? ps::ctl::kExitError : ps::ctl::kExitOk;
+}
+
+int Export(const ps::ClientOptions& client) {
+  ps::ctl::ExportOptions options;
+  options.client = client;
+  options.table = absl::GetFlag(FLAGS_table);
+  options.out = absl::GetFlag(FLAGS_out);
+  options.with_state = absl::GetFlag(FLAGS_with_state);
+  if (options.table.empty() || options.out.empty()) {
+    return Usage("export needs --table and --out");
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ps::ctl::ExportSummary> summary =
+      ps::ctl::ExportTableToFile(options);
+  if (!summary.ok()) {
+    std::cerr << "ps_ctl: " << summary.status().message() << "\n";
+    return ps::ctl::kExitError;
+  }
+  const ps::EmbeddingFileHeader& h = summary->header;
+  std::cout << "exported " << h.num_rows << " rows of '" << h.table
+            << "' (dim " << h.dim << ", " << ps::ValueTypeName(h.value_type)
+            << (h.num_state_slots > 0
+                    ? absl::StrCat(", ", h.num_state_slots, " state slots")
+                    : std::string())
+            << ") from " << summary->rows_per_shard.size() << " shards ("
+            << absl::StrJoin(summary->rows_per_shard, " + ") << ") to "
+            << options.out << ": " << summary->file_bytes << " bytes in "
+            << absl::ToInt64Milliseconds(absl::Now() - start) << " ms\n";
+  return ps::ctl::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,8 +215,8 @@ int main(int argc, char** argv) {
       {__FILE__});
   if (positional.size() != 2) {
     return Usage(
-        "expected exactly one command: status, stats, checkpoint, "
-        "render-k8s, inject-token or config-reference");
+        "expected exactly one command: status, stats, checkpoint, export, "
+        "plan, render-k8s, inject-token or config-reference");
   }
   if (std::string(positional[1]) == "config-reference") {
     std::cout << ps::ctl::RenderConfigReference();
@@ -145,6 +224,7 @@ int main(int argc, char** argv) {
   }
   if (std::string(positional[1]) == "render-k8s") return RenderK8s();
   if (std::string(positional[1]) == "inject-token") return InjectToken();
+  if (std::string(positional[1]) == "plan") return Plan();
   ps::ctl::CtlOptions options;
   options.command = positional[1];
   options.json = absl::GetFlag(FLAGS_json);
@@ -176,5 +256,6 @@ int main(int argc, char** argv) {
       !token.empty()) {
     options.client.auth_token = token;
   }
+  if (options.command == "export") return Export(options.client);
   return ps::ctl::RunCommand(options, std::cout, std::cerr);
 }

@@ -222,7 +222,7 @@ def test_promtool_check_rules():
     proc = subprocess.run(["promtool", "check", "rules", ALERTS], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True)
     assert proc.returncode == 0, proc.stdout
-    assert "SUCCESS: 8 rules found" in proc.stdout
+    assert "SUCCESS: 9 rules found" in proc.stdout
 
 
 @pytest.mark.parametrize("unit_test", UNIT_TESTS)

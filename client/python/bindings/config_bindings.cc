@@ -133,7 +133,13 @@ void BindStats(py::module_& m) {
       .def_readonly("pushes", &ShardStats::Table::pushes)
       .def_readonly("pulls", &ShardStats::Table::pulls)
       .def_readonly("bytes_in", &ShardStats::Table::bytes_in)
-      .def_readonly("bytes_out", &ShardStats::Table::bytes_out);
+      .def_readonly("bytes_out", &ShardStats::Table::bytes_out)
+      .def_readonly("rows_admitted", &ShardStats::Table::rows_admitted)
+      .def_readonly("rows_evicted", &ShardStats::Table::rows_evicted)
+      .def_readonly("ids_pending", &ShardStats::Table::ids_pending)
+      .def_readonly("table_clock", &ShardStats::Table::table_clock)
+      .def_readonly("memory_bytes", &ShardStats::Table::memory_bytes)
+      .def_readonly("bytes_per_row", &ShardStats::Table::bytes_per_row);
   py::class_<ShardStats::Worker>(shard, "Worker")
       .def_readonly("worker_id", &ShardStats::Worker::worker_id)
       .def_readonly("clock", &ShardStats::Worker::clock)
@@ -145,7 +151,9 @@ void BindStats(py::module_& m) {
       .def_readonly("workers", &ShardStats::workers)
       .def_readonly("job_id", &ShardStats::job_id)
       .def_readonly("job_generation", &ShardStats::job_generation)
-      .def_readonly("job_start_clock", &ShardStats::job_start_clock);
+      .def_readonly("job_start_clock", &ShardStats::job_start_clock)
+      .def_readonly("memory_cap_bytes", &ShardStats::memory_cap_bytes)
+      .def_readonly("memory_used_bytes", &ShardStats::memory_used_bytes);
 }
 
 }  // namespace

@@ -10,10 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/backend/cuda/cuda_memory.h"
+#include "common/backend/cuda/cuda_storage_kernels.h"
 #include "common/backend/cuda/cuda_update_kernels.h"
 #include "common/backend/update_rule.h"
 #include "common/optimizers/optimizer_registry.h"
 #include "common/status_macros.h"
+#include "common/value_type.h"
 
 namespace ps {
 namespace {
@@ -58,10 +60,18 @@ struct Stage {
 
 class CudaParamStoreImpl final : public CudaParamStore {
  public:
-  CudaParamStoreImpl(int device, ResolvedOptimizer optimizer)
+  CudaParamStoreImpl(int device, ResolvedOptimizer optimizer,
+                     const StoreLayout& layout)
       : device_(device),
         optimizer_(std::move(optimizer)),
         num_slots_(optimizer_.info->num_slots),
+        layout_(layout),
+        values_type_(static_cast<int>(layout.values)),
+        state_type_(static_cast<int>(layout.state)),
+        values_bytes_(InfoOf(layout.values).bytes),
+        state_bytes_(InfoOf(layout.state).bytes),
+        typed_(layout.values != ValueType::kFloat32 ||
+               (num_slots_ > 0 && layout.state != ValueType::kFloat32)),
         slots_(num_slots_) {}
 
   ~CudaParamStoreImpl() override {
@@ -90,6 +100,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
 
   uint64_t size() const override { return size_; }
   int num_slots() const override { return num_slots_; }
+  StoreLayout layout() const override { return layout_; }
 
   absl::Status Append(absl::Span<const float> values) override {
     if (values.empty()) return absl::OkStatus();
@@ -100,7 +111,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
     const uint64_t new_size = size_ + values.size();
     RETURN_IF_ERROR(Reserve("Append", new_size, /*amortized=*/true));
     RETURN_IF_ERROR(InitRange(size_, new_size));
-    RETURN_IF_ERROR(CopyIn(values, params_.as<float>() + size_));
+    RETURN_IF_ERROR(CopyInTyped(values, params_, values_type_, size_));
     size_ = new_size;
     return absl::OkStatus();
   }
@@ -108,39 +119,60 @@ class CudaParamStoreImpl final : public CudaParamStore {
   absl::Status Read(uint64_t offset, absl::Span<float> out) override {
     RETURN_IF_ERROR(CheckRange("Read", offset, out.size(), size_));
     RETURN_IF_ERROR(Activate());
-    return CopyOut(params_.as<float>() + offset, out);
+    return CopyOutTyped(params_, values_type_, offset, out);
   }
 
   absl::Status Write(uint64_t offset, absl::Span<const float> values) override {
     RETURN_IF_ERROR(CheckRange("Write", offset, values.size(), size_));
     RETURN_IF_ERROR(Activate());
-    return CopyIn(values, params_.as<float>() + offset);
+    return CopyInTyped(values, params_, values_type_, offset);
   }
 
   absl::Status ReadRows(absl::Span<const uint64_t> rows, uint32_t dim,
                         absl::Span<float> out) override {
     RETURN_IF_ERROR(CheckRows("ReadRows", rows, dim, out.size(), size_));
     RETURN_IF_ERROR(Activate());
+    return GatherRowsOut(params_, values_type_, rows, dim, out);
+  }
+
+  absl::Status ReadSlotRows(int slot, absl::Span<const uint64_t> rows,
+                            uint32_t dim, absl::Span<float> out) override {
+    RETURN_IF_ERROR(CheckSlot("ReadSlotRows", slot, num_slots_));
+    RETURN_IF_ERROR(CheckRows("ReadSlotRows", rows, dim, out.size(), size_));
+    RETURN_IF_ERROR(Activate());
+    return GatherRowsOut(slots_[slot], state_type_, rows, dim, out);
+  }
+
+  absl::Status ResetRows(absl::Span<const uint64_t> rows, uint32_t dim,
+                         absl::Span<const float> values) override {
+    RETURN_IF_ERROR(CheckRows("ResetRows", rows, dim, values.size(), size_));
+    RETURN_IF_ERROR(Activate());
     return ForRowChunks(
         rows, dim,
         [&](const uint64_t* dev_rows, uint64_t first,
             uint64_t count) -> absl::Status {
           Stage& stage = stages_[0];
-          RETURN_IF_ERROR(
-              LaunchStatus(cuda_kernels::LaunchGatherRows(
-                               params_.as<float>(), dev_rows, count, dim,
-                               stage.device.as<float>(), stream_.get()),
-                           "gather rows kernel"));
           const uint64_t n = count * dim;
-          RETURN_IF_ERROR(
-              CudaStatus(cudaMemcpyAsync(stage.host.data(), stage.device.data(),
-                                         n * sizeof(float),
-                                         cudaMemcpyDeviceToHost, stream_.get()),
-                         "cudaMemcpyAsync D2H (ReadRows)"));
-          RETURN_IF_ERROR(stream_.Synchronize());
-          std::memcpy(out.data() + first * dim, stage.host.data(),
+          std::memcpy(stage.host.data(), values.data() + first * dim,
                       n * sizeof(float));
-          return absl::OkStatus();
+          RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), n));
+          RETURN_IF_ERROR(LaunchStatus(
+              cuda_kernels::LaunchScatterRowsFromFloat(
+                  stage.device.as<float>(), dev_rows, count, dim,
+                  params_.data(), values_type_, stream_.get()),
+              "scatter rows kernel (ResetRows)"));
+          for (int s = 0; s < num_slots_; ++s) {
+            RETURN_IF_ERROR(LaunchStatus(
+                cuda_kernels::LaunchFillRowsTyped(
+                    slots_[s].data(), state_type_, optimizer_.InitialSlot(s),
+                    dev_rows, count, dim, stream_.get()),
+                "fill rows kernel (ResetRows)"));
+          }
+          if (acc_.data() == nullptr) return absl::OkStatus();
+          return LaunchStatus(
+              cuda_kernels::LaunchFillRowsTyped(acc_.data(), 0, 0.0f, dev_rows,
+                                                count, dim, stream_.get()),
+              "fill rows kernel (ResetRows accumulator)");
         });
   }
 
@@ -154,6 +186,9 @@ class CudaParamStoreImpl final : public CudaParamStore {
         grad, [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
           float* dev_grad = stage.device.as<float>() + shift;
           RETURN_IF_ERROR(UploadStage(stage, dev_grad, len));
+          if (typed_) {
+            return TypedRangeUpdate(call, offset + begin, len, dev_grad);
+          }
           UpdateArrays arrays = ArraysAt(offset + begin);
           arrays.grad = dev_grad;
           return LaunchStatus(
@@ -177,6 +212,10 @@ class CudaParamStoreImpl final : public CudaParamStore {
           std::memcpy(stage.host.data(), grad.data() + first * dim,
                       n * sizeof(float));
           RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), n));
+          if (typed_) {
+            return TypedRowsUpdate(call, dev_rows, count, dim,
+                                   stage.device.as<float>());
+          }
           UpdateArrays arrays = ArraysAt(0);
           arrays.grad = stage.device.as<float>();
           return LaunchStatus(cuda_kernels::LaunchRowsUpdate(call, arrays, dev_rows,
@@ -228,6 +267,13 @@ class CudaParamStoreImpl final : public CudaParamStore {
     ASSIGN_OR_RETURN(const UpdateCall call, Call(scale, step));
     RETURN_IF_ERROR(Activate());
     RETURN_IF_ERROR(EnsureAccumulator());
+    if (typed_) {
+      for (uint64_t begin = 0; begin < size_; begin += kChunkElements) {
+        RETURN_IF_ERROR(TypedRangeUpdate(
+            call, begin, std::min(kChunkElements, size_ - begin), nullptr));
+      }
+      return stream_.Synchronize();
+    }
     UpdateArrays arrays = ArraysAt(0);
     arrays.acc = acc_.as<float>();
     RETURN_IF_ERROR(
@@ -247,6 +293,10 @@ class CudaParamStoreImpl final : public CudaParamStore {
     return ForRowChunks(rows, dim,
                         [&](const uint64_t* dev_rows, uint64_t /*first*/,
                             uint64_t count) -> absl::Status {
+                          if (typed_) {
+                            return TypedRowsUpdate(call, dev_rows, count, dim,
+                                                   nullptr);
+                          }
                           UpdateArrays arrays = ArraysAt(0);
                           arrays.acc = acc_.as<float>();
                           return LaunchStatus(
@@ -262,7 +312,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
     RETURN_IF_ERROR(CheckSlot("ReadSlot", slot, num_slots_));
     RETURN_IF_ERROR(CheckRange("ReadSlot", offset, out.size(), size_));
     RETURN_IF_ERROR(Activate());
-    return CopyOut(slots_[slot].as<float>() + offset, out);
+    return CopyOutTyped(slots_[slot], state_type_, offset, out);
   }
 
   absl::Status WriteSlot(int slot, uint64_t offset,
@@ -270,7 +320,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
     RETURN_IF_ERROR(CheckSlot("WriteSlot", slot, num_slots_));
     RETURN_IF_ERROR(CheckRange("WriteSlot", offset, values.size(), size_));
     RETURN_IF_ERROR(Activate());
-    return CopyIn(values, slots_[slot].as<float>() + offset);
+    return CopyInTyped(values, slots_[slot], state_type_, offset);
   }
 
   absl::Status SetDeviceGradientForTesting(
@@ -291,6 +341,10 @@ class CudaParamStoreImpl final : public CudaParamStore {
                                                        int64_t step) override {
     RETURN_IF_ERROR(
         CheckRange("ApplyDeviceGradientForTesting", offset, n, size_));
+    if (typed_) {
+      return absl::FailedPreconditionError(
+          "ApplyDeviceGradientForTesting: float32 stores only");
+    }
     if (n > test_grad_elements_) {
       return absl::OutOfRangeError(
           absl::StrCat("ApplyDeviceGradientForTesting: ", n,
@@ -354,15 +408,17 @@ class CudaParamStoreImpl final : public CudaParamStore {
     if (capacity > std::numeric_limits<size_t>::max() / sizeof(float)) {
       capacity = needed;
     }
-    std::vector<DeviceBuffer*> arrays = {&params_};
-    for (DeviceBuffer& slot : slots_) arrays.push_back(&slot);
-    if (acc_.data() != nullptr) arrays.push_back(&acc_);
-    for (size_t a = 0; a < arrays.size(); ++a) {
-      if (arrays[a]->bytes() >= needed * sizeof(float)) continue;
+    // (array, bytes per element)
+    std::vector<std::pair<DeviceBuffer*, size_t>> arrays = {
+        {&params_, values_bytes_}};
+    for (DeviceBuffer& slot : slots_) arrays.push_back({&slot, state_bytes_});
+    if (acc_.data() != nullptr) arrays.push_back({&acc_, sizeof(float)});
+    for (const auto& [array, elem_bytes] : arrays) {
+      if (array->bytes() >= needed * elem_bytes) continue;
       absl::StatusOr<DeviceBuffer> grown =
-          DeviceBuffer::Allocate(capacity * sizeof(float));
+          DeviceBuffer::Allocate(capacity * elem_bytes);
       if (!grown.ok() && capacity > needed) {
-        grown = DeviceBuffer::Allocate(needed * sizeof(float));
+        grown = DeviceBuffer::Allocate(needed * elem_bytes);
       }
       if (!grown.ok()) {
         return absl::Status(grown.status().code(),
@@ -370,14 +426,14 @@ class CudaParamStoreImpl final : public CudaParamStore {
       }
       if (size_ > 0) {
         RETURN_IF_ERROR(
-            CudaStatus(cudaMemcpyAsync(grown->data(), arrays[a]->data(),
-                                       size_ * sizeof(float),
+            CudaStatus(cudaMemcpyAsync(grown->data(), array->data(),
+                                       size_ * elem_bytes,
                                        cudaMemcpyDeviceToDevice, stream_.get()),
                        "cudaMemcpyAsync D2D (grow)"));
         // The old buffer is freed on assignment: wait for the copy first.
         RETURN_IF_ERROR(stream_.Synchronize());
       }
-      *arrays[a] = *std::move(grown);
+      *array = *std::move(grown);
     }
     capacity_ = std::max(capacity_, needed);
     return absl::OkStatus();
@@ -387,16 +443,17 @@ class CudaParamStoreImpl final : public CudaParamStore {
   // initial value, accumulator (when allocated) 0. Enqueued on stream_.
   absl::Status InitRange(uint64_t begin, uint64_t end) {
     const uint64_t n = end - begin;
-    RETURN_IF_ERROR(
-        CudaStatus(cudaMemsetAsync(params_.as<float>() + begin, 0,
-                                   n * sizeof(float), stream_.get()),
-                   "cudaMemsetAsync (params)"));
+    // All-zero bits are 0 in every element type.
+    RETURN_IF_ERROR(CudaStatus(
+        cudaMemsetAsync(params_.as<char>() + begin * values_bytes_, 0,
+                        n * values_bytes_, stream_.get()),
+        "cudaMemsetAsync (params)"));
     for (int s = 0; s < num_slots_; ++s) {
-      RETURN_IF_ERROR(
-          LaunchStatus(cuda_kernels::LaunchFill(slots_[s].as<float>() + begin,
-                                                optimizer_.InitialSlot(s), n,
-                                                stream_.get()),
-                       "fill kernel (optimizer state)"));
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchFillTyped(
+              slots_[s].as<char>() + begin * state_bytes_, state_type_,
+              optimizer_.InitialSlot(s), n, stream_.get()),
+          "fill kernel (optimizer state)"));
     }
     if (acc_.data() != nullptr) {
       RETURN_IF_ERROR(
@@ -517,6 +574,208 @@ class CudaParamStoreImpl final : public CudaParamStore {
     return absl::OkStatus();
   }
 
+  // CopyIn into elements [offset, offset + values.size()) of `array`, whose
+  // elements are of type `type` (converted on the device).
+  absl::Status CopyInTyped(absl::Span<const float> values,
+                           const DeviceBuffer& array, int type,
+                           uint64_t offset) {
+    if (type == 0) return CopyIn(values, array.as<float>() + offset);
+    const size_t bytes = InfoOf(static_cast<ValueType>(type)).bytes;
+    return StreamIn(
+        values,
+        [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+          RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), len));
+          return LaunchStatus(
+              cuda_kernels::LaunchFromFloat(
+                  stage.device.as<float>(), len,
+                  array.as<char>() + (offset + begin) * bytes, type,
+                  stream_.get()),
+              "convert kernel (from float)");
+        });
+  }
+
+  // CopyOut of elements [offset, offset + out.size()) of `array` (type
+  // `type`), converted to float32 on the device chunk by chunk.
+  absl::Status CopyOutTyped(const DeviceBuffer& array, int type,
+                            uint64_t offset, absl::Span<float> out) {
+    if (type == 0) return CopyOut(array.as<float>() + offset, out);
+    if (out.empty()) return absl::OkStatus();
+    const size_t bytes = InfoOf(static_cast<ValueType>(type)).bytes;
+    RETURN_IF_ERROR(
+        EnsureStaging(std::min<uint64_t>(out.size(), kChunkElements)));
+    Stage& stage = stages_[0];
+    for (uint64_t begin = 0; begin < out.size(); begin += kChunkElements) {
+      const uint64_t len =
+          std::min<uint64_t>(kChunkElements, out.size() - begin);
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchToFloat(
+              array.as<char>() + (offset + begin) * bytes, type, len,
+              stage.device.as<float>(), stream_.get()),
+          "convert kernel (to float)"));
+      RETURN_IF_ERROR(CudaStatus(
+          cudaMemcpyAsync(stage.host.data(), stage.device.data(),
+                          len * sizeof(float), cudaMemcpyDeviceToHost,
+                          stream_.get()),
+          "cudaMemcpyAsync D2H (typed)"));
+      RETURN_IF_ERROR(stream_.Synchronize());
+      std::memcpy(out.data() + begin, stage.host.data(), len * sizeof(float));
+    }
+    return absl::OkStatus();
+  }
+
+  // `out` = the listed rows of `array` (type `type`) as float32.
+  absl::Status GatherRowsOut(const DeviceBuffer& array, int type,
+                             absl::Span<const uint64_t> rows, uint32_t dim,
+                             absl::Span<float> out) {
+    return ForRowChunks(
+        rows, dim,
+        [&](const uint64_t* dev_rows, uint64_t first,
+            uint64_t count) -> absl::Status {
+          Stage& stage = stages_[0];
+          RETURN_IF_ERROR(LaunchStatus(
+              cuda_kernels::LaunchGatherRowsToFloat(
+                  array.data(), type, dev_rows, count, dim,
+                  stage.device.as<float>(), stream_.get()),
+              "gather rows kernel"));
+          const uint64_t n = count * dim;
+          RETURN_IF_ERROR(
+              CudaStatus(cudaMemcpyAsync(stage.host.data(), stage.device.data(),
+                                         n * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream_.get()),
+                         "cudaMemcpyAsync D2H (rows)"));
+          RETURN_IF_ERROR(stream_.Synchronize());
+          std::memcpy(out.data() + first * dim, stage.host.data(),
+                      n * sizeof(float));
+          return absl::OkStatus();
+        });
+  }
+
+  // Float32 scratch arrays of at least `n` elements for the parameters and
+  // each state slot (and the accumulator rows) of a typed update.
+  absl::Status EnsureScratch(uint64_t n) {
+    if (scratch_elements_ >= n) return absl::OkStatus();
+    RETURN_IF_ERROR(stream_.Synchronize());  // enqueued work may use them
+    scratch_elements_ = 0;
+    const size_t bytes = n * sizeof(float);
+    ASSIGN_OR_RETURN(scratch_w_, DeviceBuffer::Allocate(bytes));
+    ASSIGN_OR_RETURN(scratch_acc_, DeviceBuffer::Allocate(bytes));
+    scratch_slots_.clear();
+    for (int s = 0; s < num_slots_; ++s) {
+      ASSIGN_OR_RETURN(DeviceBuffer slot, DeviceBuffer::Allocate(bytes));
+      scratch_slots_.push_back(std::move(slot));
+    }
+    scratch_elements_ = n;
+    return absl::OkStatus();
+  }
+
+  // The scratch arrays as UpdateArrays (slot pointers in slot_ptrs_).
+  UpdateArrays ScratchArrays() {
+    UpdateArrays arrays;
+    arrays.w = scratch_w_.as<float>();
+    slot_ptrs_.clear();
+    for (DeviceBuffer& slot : scratch_slots_) {
+      slot_ptrs_.push_back(slot.as<float>());
+    }
+    arrays.slots = slot_ptrs_.data();
+    return arrays;
+  }
+
+  // Typed store: elements [first, first + len) decoded into the scratch
+  // arrays, updated with the float32 kernel (gradient `grad`, or the
+  // accumulator at the elements' own indices when null) and encoded back.
+  // Enqueued on stream_.
+  absl::Status TypedRangeUpdate(const UpdateCall& call, uint64_t first,
+                                uint64_t len, const float* grad) {
+    RETURN_IF_ERROR(EnsureScratch(len));
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchToFloat(params_.as<char>() + first * values_bytes_,
+                                    values_type_, len, scratch_w_.as<float>(),
+                                    stream_.get()),
+        "convert kernel (params)"));
+    for (int s = 0; s < num_slots_; ++s) {
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchToFloat(
+              slots_[s].as<char>() + first * state_bytes_, state_type_, len,
+              scratch_slots_[s].as<float>(), stream_.get()),
+          "convert kernel (state)"));
+    }
+    UpdateArrays arrays = ScratchArrays();
+    arrays.grad = grad;
+    if (grad == nullptr) arrays.acc = acc_.as<float>() + first;
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchDenseUpdate(call, arrays, len, stream_.get()),
+        "typed dense update kernel"));
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchFromFloat(
+            scratch_w_.as<float>(), len,
+            params_.as<char>() + first * values_bytes_, values_type_,
+            stream_.get()),
+        "convert kernel (params back)"));
+    for (int s = 0; s < num_slots_; ++s) {
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchFromFloat(
+              scratch_slots_[s].as<float>(), len,
+              slots_[s].as<char>() + first * state_bytes_, state_type_,
+              stream_.get()),
+          "convert kernel (state back)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Typed store: the listed rows gathered into the scratch arrays (packed),
+  // updated with the float32 kernel (packed gradient `grad`, or the rows'
+  // accumulator, gathered and zeroed, when null) and scattered back.
+  // Enqueued on stream_.
+  absl::Status TypedRowsUpdate(const UpdateCall& call, const uint64_t* rows,
+                               uint64_t count, uint32_t dim,
+                               const float* grad) {
+    const uint64_t n = count * dim;
+    RETURN_IF_ERROR(EnsureScratch(n));
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchGatherRowsToFloat(params_.data(), values_type_,
+                                              rows, count, dim,
+                                              scratch_w_.as<float>(),
+                                              stream_.get()),
+        "gather rows kernel (params)"));
+    for (int s = 0; s < num_slots_; ++s) {
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchGatherRowsToFloat(
+              slots_[s].data(), state_type_, rows, count, dim,
+              scratch_slots_[s].as<float>(), stream_.get()),
+          "gather rows kernel (state)"));
+    }
+    UpdateArrays arrays = ScratchArrays();
+    arrays.grad = grad;
+    if (grad == nullptr) {
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchGatherRowsToFloat(acc_.data(), 0, rows, count,
+                                                dim, scratch_acc_.as<float>(),
+                                                stream_.get()),
+          "gather rows kernel (accumulator)"));
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchFillRowsTyped(acc_.data(), 0, 0.0f, rows, count,
+                                            dim, stream_.get()),
+          "fill rows kernel (accumulator)"));
+      arrays.acc = scratch_acc_.as<float>();
+    }
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchDenseUpdate(call, arrays, n, stream_.get()),
+        "typed rows update kernel"));
+    RETURN_IF_ERROR(LaunchStatus(
+        cuda_kernels::LaunchScatterRowsFromFloat(scratch_w_.as<float>(), rows,
+                                                 count, dim, params_.data(),
+                                                 values_type_, stream_.get()),
+        "scatter rows kernel (params)"));
+    for (int s = 0; s < num_slots_; ++s) {
+      RETURN_IF_ERROR(LaunchStatus(
+          cuda_kernels::LaunchScatterRowsFromFloat(
+              scratch_slots_[s].as<float>(), rows, count, dim,
+              slots_[s].data(), state_type_, stream_.get()),
+          "scatter rows kernel (state)"));
+    }
+    return absl::OkStatus();
+  }
+
   // Uploads the row indices chunk by chunk (at most kChunkElements values per
   // chunk) and calls per_chunk(device_rows, first_row, row_count) to enqueue
   // the chunk's work, then waits for it. Also sizes stages_[0] for the
@@ -561,6 +820,14 @@ class CudaParamStoreImpl final : public CudaParamStore {
   const int device_;
   const ResolvedOptimizer optimizer_;
   const int num_slots_;
+  const StoreLayout layout_;
+  // Element type codes (cuda_storage_kernels.h) and sizes.
+  const int values_type_;
+  const int state_type_;
+  const size_t values_bytes_;
+  const size_t state_bytes_;
+  // Some array is not float32: updates go through the scratch arrays.
+  const bool typed_;
 
   CudaStream stream_;
   uint64_t size_ = 0;
@@ -568,7 +835,13 @@ class CudaParamStoreImpl final : public CudaParamStore {
   DeviceBuffer params_;
   std::vector<DeviceBuffer> slots_;  // one per optimizer state slot
   std::vector<float*> slot_ptrs_;    // ArraysAt's slot pointers
-  DeviceBuffer acc_;  // allocated by the first sync-path call
+  DeviceBuffer acc_;  // float32; allocated by the first sync-path call
+
+  // Typed stores only: float32 copies of the elements an update touches.
+  DeviceBuffer scratch_w_;
+  std::vector<DeviceBuffer> scratch_slots_;
+  DeviceBuffer scratch_acc_;
+  uint64_t scratch_elements_ = 0;
 
   Stage stages_[2];
   PinnedHostBuffer pinned_rows_;
@@ -612,18 +885,19 @@ absl::StatusOr<std::unique_ptr<CudaUpdateBackend>> CudaUpdateBackend::Create(
 }
 
 absl::StatusOr<std::unique_ptr<ParamStore>> CudaUpdateBackend::CreateStore(
-    const OptimizerConfig& optimizer, uint64_t size) {
+    const OptimizerConfig& optimizer, uint64_t size,
+    const StoreLayout& layout) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudaParamStore> store,
-                   CreateCudaStore(optimizer, size));
+                   CreateCudaStore(optimizer, size, layout));
   return std::unique_ptr<ParamStore>(std::move(store));
 }
 
 absl::StatusOr<std::unique_ptr<CudaParamStore>>
 CudaUpdateBackend::CreateCudaStore(const OptimizerConfig& optimizer,
-                                   uint64_t size) {
+                                   uint64_t size, const StoreLayout& layout) {
   ASSIGN_OR_RETURN(ResolvedOptimizer resolved, ResolveOptimizer(optimizer));
-  auto store =
-      std::make_unique<CudaParamStoreImpl>(device_, std::move(resolved));
+  auto store = std::make_unique<CudaParamStoreImpl>(
+      device_, std::move(resolved), layout);
   RETURN_IF_ERROR(store->Init(size));
   return std::unique_ptr<CudaParamStore>(std::move(store));
 }

@@ -12,6 +12,13 @@
 // it returns (it synchronizes its stream), so host spans may be reused at
 // once and CUDA errors are reported by the call that caused them.
 //
+// Storage types (StoreLayout): float16 / bfloat16 arrays hold 2-byte
+// elements; transfers are converted on the device (cuda_storage_kernels.h),
+// and an update decodes the elements it touches into float32 scratch
+// arrays, runs the float32 kernel on them and encodes the results back
+// (rows: gathered and scattered), so it rounds as the CPU store does. The
+// accumulator is float32. float32 stores take the direct paths.
+//
 // Errors: as in update_backend.h, plus every CUDA failure as an absl::Status
 // carrying cudaGetErrorName and cudaGetErrorString (RESOURCE_EXHAUSTED when
 // device or pinned memory runs out). Arguments are validated before any
@@ -70,12 +77,15 @@ class CudaUpdateBackend final : public UpdateBackend {
   // "cuda:<device name>", e.g. "cuda:NVIDIA H100 80GB HBM3".
   std::string name() const override { return name_; }
 
+  using UpdateBackend::CreateStore;
   absl::StatusOr<std::unique_ptr<ParamStore>> CreateStore(
-      const OptimizerConfig& optimizer, uint64_t size) override;
+      const OptimizerConfig& optimizer, uint64_t size,
+      const StoreLayout& layout) override;
 
   // Same, with the CUDA-specific type.
   absl::StatusOr<std::unique_ptr<CudaParamStore>> CreateCudaStore(
-      const OptimizerConfig& optimizer, uint64_t size);
+      const OptimizerConfig& optimizer, uint64_t size,
+      const StoreLayout& layout = StoreLayout());
 
   int device_ordinal() const { return device_; }
 

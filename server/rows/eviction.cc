@@ -1,0 +1,230 @@
+#include "server/rows/eviction.h"
+
+#include <type_traits>
+#include <utility>
+
+namespace ps {
+namespace {
+
+// The accesses a rule counts, oldest first (see the header). kStamped:
+// entries carry the access's stamp and the tag marks the row's stamp (TTL
+// rules); else the tag is the access's sequence number (capacity).
+template <bool kStamped>
+class AccessQueue {
+ public:
+  AccessQueue(RowIndex* index, int tag) : index_(index), tag_(tag) {}
+
+  // Records an access of live `slot` (at `stamp` for TTL rules). `force`:
+  // even when the row's tag already matches (restoring an order).
+  void Touch(uint32_t slot, int64_t stamp, bool force = false) {
+    Entry e;
+    e.slot = slot;
+    if constexpr (kStamped) {
+      const uint32_t code = Code(stamp);
+      // Same stamp as its last access: its entry is in order already.
+      if (!force && index_->tag(slot, tag_) == code) return;
+      index_->set_tag(slot, tag_, code);
+      e.stamp = stamp;
+    } else {
+      if (++seq_ == 0) ++seq_;  // 0 is a fresh record's tag
+      index_->set_tag(slot, tag_, seq_);
+      e.seq = seq_;
+    }
+    entries_.push_back(e);
+    if (entries_.size() - head_ > index_->size() + index_->size() / 2 + 1024) {
+      Compact();
+    }
+  }
+
+  // Calls visit(slot, stamp) for current entries, oldest first, until it
+  // returns false; stale entries at the front are forgotten.
+  template <typename F>
+  void ForEachOldest(F visit) {
+    while (head_ < entries_.size() && !Current(entries_[head_])) ++head_;
+    for (size_t i = head_; i < entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      if (Current(e) && !visit(e.slot, StampOf(e))) return;
+    }
+  }
+
+  // Current entries, oldest first.
+  EvictionOrder Order() const {
+    EvictionOrder order;
+    for (size_t i = head_; i < entries_.size(); ++i) {
+      if (!Current(entries_[i])) continue;
+      order.slots.push_back(entries_[i].slot);
+      order.stamps.push_back(StampOf(entries_[i]));
+    }
+    return order;
+  }
+
+  void Clear() {
+    entries_.clear();
+    head_ = 0;
+  }
+
+ private:
+  struct Sequenced {
+    uint32_t slot;
+    uint32_t seq;
+  };
+  struct Stamped {
+    uint32_t slot;
+    int64_t stamp;
+  };
+  using Entry = std::conditional_t<kStamped, Stamped, Sequenced>;
+
+  // A stamp's tag: never 0 (a fresh record's) for stamps >= 0 below 2^32.
+  static uint32_t Code(int64_t stamp) {
+    return static_cast<uint32_t>(stamp) + 1;
+  }
+  static int64_t StampOf(const Entry& e) {
+    if constexpr (kStamped) {
+      return e.stamp;
+    } else {
+      return 0;
+    }
+  }
+  bool Current(const Entry& e) const {
+    if (!index_->live(e.slot)) return false;
+    if constexpr (kStamped) {
+      return index_->tag(e.slot, tag_) == Code(e.stamp);
+    } else {
+      return index_->tag(e.slot, tag_) == e.seq;
+    }
+  }
+  // Keeps the current entries only, in order, in place (no reallocation).
+  void Compact() {
+    size_t out = 0;
+    for (size_t i = head_; i < entries_.size(); ++i) {
+      if (Current(entries_[i])) entries_[out++] = entries_[i];
+    }
+    entries_.resize(out);
+    head_ = 0;
+  }
+
+  RowIndex* const index_;
+  const int tag_;
+  uint32_t seq_ = 0;
+  std::vector<Entry> entries_;
+  size_t head_ = 0;  // entries before it are stale
+};
+
+// Rows drop once `now` is more than `ttl` past the stamp of their last push,
+// both in the unit `kUnit` picks out of a RowTime (a clock or seconds).
+template <int64_t RowTime::*kUnit>
+class TtlEviction final : public EvictionPolicy {
+ public:
+  TtlEviction(const char* name, int64_t ttl, RowIndex* index, int tag)
+      : name_(name), ttl_(ttl), queue_(index, tag) {}
+
+  const char* name() const override { return name_; }
+  void OnCreate(absl::Span<const uint32_t> slots,
+                const RowTime& now) override {
+    for (uint32_t slot : slots) queue_.Touch(slot, now.*kUnit);
+  }
+  void OnAccess(absl::Span<const uint32_t> slots, bool push,
+                const RowTime& now) override {
+    if (!push) return;  // only pushes (updates) refresh a row
+    for (uint32_t slot : slots) queue_.Touch(slot, now.*kUnit);
+  }
+  int64_t StampOf(const RowTime& t) const override { return t.*kUnit; }
+
+  // Stamps grow with the queue (the table clock and wall-clock seconds as
+  // sampled per request never go back), so the expired rows are a run at
+  // the oldest end.
+  void Expired(const RowTime& now, uint64_t,
+               std::vector<uint32_t>* out) override {
+    const int64_t limit = now.*kUnit - ttl_;
+    queue_.ForEachOldest([&](uint32_t slot, int64_t stamp) {
+      if (stamp >= limit) return false;
+      out->push_back(slot);
+      return true;
+    });
+  }
+
+  EvictionOrder Export() const override {
+    EvictionOrder order = queue_.Order();
+    order.policy = name_;
+    return order;
+  }
+  void Import(const EvictionOrder& order) override {
+    queue_.Clear();
+    for (size_t i = 0; i < order.slots.size(); ++i) {
+      queue_.Touch(order.slots[i], order.stamps[i], /*force=*/true);
+    }
+  }
+
+ private:
+  const char* const name_;
+  const int64_t ttl_;
+  AccessQueue<true> queue_;
+};
+
+class CapacityEviction final : public EvictionPolicy {
+ public:
+  CapacityEviction(uint64_t max_rows, RowIndex* index, int tag)
+      : max_rows_(max_rows), queue_(index, tag) {}
+
+  const char* name() const override { return "max_rows_per_shard"; }
+  void OnCreate(absl::Span<const uint32_t> slots, const RowTime&) override {
+    for (uint32_t slot : slots) queue_.Touch(slot, 0);
+  }
+  void OnAccess(absl::Span<const uint32_t> slots, bool,
+                const RowTime&) override {
+    for (uint32_t slot : slots) queue_.Touch(slot, 0);
+  }
+  int64_t StampOf(const RowTime&) const override { return 0; }
+
+  void Expired(const RowTime&, uint64_t live_rows,
+               std::vector<uint32_t>* out) override {
+    uint64_t excess = live_rows > max_rows_ ? live_rows - max_rows_ : 0;
+    if (excess == 0) return;
+    queue_.ForEachOldest([&](uint32_t slot, int64_t) {
+      out->push_back(slot);
+      return --excess > 0;
+    });
+  }
+
+  EvictionOrder Export() const override {
+    EvictionOrder order = queue_.Order();
+    order.policy = name();
+    return order;
+  }
+  void Import(const EvictionOrder& order) override {
+    queue_.Clear();
+    for (uint32_t s : order.slots) queue_.Touch(s, 0);
+  }
+
+ private:
+  const uint64_t max_rows_;
+  AccessQueue<false> queue_;
+};
+
+}  // namespace
+
+int EvictionRuleCount(const EvictionConfig& config) {
+  return (config.ttl_clocks > 0 ? 1 : 0) + (config.ttl_seconds > 0 ? 1 : 0) +
+         (config.max_rows_per_shard > 0 ? 1 : 0);
+}
+
+std::vector<std::unique_ptr<EvictionPolicy>> CreateEvictionPolicies(
+    const EvictionConfig& config, RowIndex* index) {
+  std::vector<std::unique_ptr<EvictionPolicy>> policies;
+  int tag = 0;
+  if (config.ttl_clocks > 0) {
+    policies.push_back(std::make_unique<TtlEviction<&RowTime::clock>>(
+        "ttl_clocks", config.ttl_clocks, index, tag++));
+  }
+  if (config.ttl_seconds > 0) {
+    policies.push_back(std::make_unique<TtlEviction<&RowTime::unix_seconds>>(
+        "ttl_seconds", config.ttl_seconds, index, tag++));
+  }
+  if (config.max_rows_per_shard > 0) {
+    policies.push_back(std::make_unique<CapacityEviction>(
+        config.max_rows_per_shard, index, tag));
+  }
+  return policies;
+}
+
+}  // namespace ps
