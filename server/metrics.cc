@@ -134,8 +134,8 @@ void AppendTableFamilies(const proto::ShardInfo& info,
   }
 }
 
-// Per worker: clock, liveness, staleness (relative to the slowest live
-// worker); and the number of live workers.
+// Per worker: clock, liveness, membership state, staleness (relative to the
+// slowest live worker); and the number of live workers.
 void AppendWorkerFamilies(const proto::StatsResponse& stats,
                           std::vector<MetricFamily>* families) {
   int64_t slowest = std::numeric_limits<int64_t>::max();
@@ -153,6 +153,13 @@ void AppendWorkerFamilies(const proto::StatsResponse& stats,
   MetricFamily live =
       Family("ps_worker_live", "1 while a worker is live, 0 once evicted",
              MetricType::Gauge);
+  // One series per state so an alert can tell an eviction from a clean
+  // leave (both read ps_worker_live 0).
+  MetricFamily state = Family(
+      "ps_worker_state",
+      "1 for a worker's membership state on this shard (pending, live, "
+      "evicted, left), 0 for the other states",
+      MetricType::Gauge);
   MetricFamily staleness = Family(
       "ps_worker_staleness",
       "A live worker's clock minus the slowest live worker's clock",
@@ -161,6 +168,10 @@ void AppendWorkerFamilies(const proto::StatsResponse& stats,
     const ClientMetric::Label worker{"worker", absl::StrCat(w.worker_id())};
     clock.metric.push_back(Gauge(static_cast<double>(w.clock()), {worker}));
     live.metric.push_back(Gauge(w.live() ? 1 : 0, {worker}));
+    for (const char* name : {"pending", "live", "evicted", "left"}) {
+      state.metric.push_back(
+          Gauge(w.state() == name ? 1 : 0, {{"state", name}, worker}));
+    }
     if (w.live()) {
       staleness.metric.push_back(
           Gauge(static_cast<double>(w.clock() - slowest), {worker}));
@@ -169,7 +180,7 @@ void AppendWorkerFamilies(const proto::StatsResponse& stats,
   MetricFamily live_workers = Family(
       "ps_live_workers", "Workers currently live", MetricType::Gauge);
   live_workers.metric.push_back(Gauge(static_cast<double>(live_count)));
-  for (MetricFamily* f : {&clock, &live, &staleness, &live_workers}) {
+  for (MetricFamily* f : {&clock, &live, &state, &staleness, &live_workers}) {
     families->push_back(std::move(*f));
   }
 }

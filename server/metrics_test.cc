@@ -44,6 +44,7 @@ MetricsSources FakeSources() {
       worker->set_worker_id(i);
       worker->set_clock(10 + i);
       worker->set_live(i != 0);  // worker 0 (the slowest) was evicted
+      worker->set_state(i == 0 ? "evicted" : "live");
     }
     return stats;
   };
@@ -81,6 +82,14 @@ TEST(ServerMetricsTest, ExportsScrapeTimeFamiliesFromSources) {
   // Staleness relative to the slowest *live* worker (1, clock 11).
   EXPECT_THAT(text, HasSubstr("ps_worker_clock{worker=\"0\"} 10\n"));
   EXPECT_THAT(text, HasSubstr("ps_worker_live{worker=\"0\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("ps_worker_state{state=\"evicted\",worker=\"0\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("ps_worker_state{state=\"live\",worker=\"0\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("ps_worker_state{state=\"live\",worker=\"1\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("ps_worker_state{state=\"left\",worker=\"1\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("ps_worker_staleness{worker=\"0\"}")));
   EXPECT_THAT(text, HasSubstr("ps_worker_staleness{worker=\"1\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("ps_worker_staleness{worker=\"2\"} 1\n"));

@@ -305,7 +305,7 @@ def test_dashboard_covers_the_topics():
                             ("staleness", "ps_worker_staleness"),
                             ("sync steps", "ps_table_sync_step"),
                             ("memory", "ps_process_resident_memory_bytes"),
-                            ("evictions", "ps_worker_live")]:
+                            ("evictions", "ps_worker_state")]:
         assert evidence in text, topic
 
 
