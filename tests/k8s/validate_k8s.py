@@ -61,6 +61,8 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
   job-limits        the worker Job sets backoffLimitPerIndex (with
                     restartPolicy Never), activeDeadlineSeconds and
                     ttlSecondsAfterFinished.
+  job-id            the worker container's PS_JOB_ID comes from the Job's
+                    uid label (one job per Job object).
   completion-hook   the completion-hook Job targets the worker Job and the
                     StatefulSet by name, outlasts the workers' deadline and
                     its service account may get the Job and patch the
@@ -111,6 +113,7 @@ CHECKS = [
     "auth-token",
     "network-policy",
     "job-limits",
+    "job-id",
     "completion-hook",
 ]
 
@@ -1030,6 +1033,24 @@ def check_job_limits(ctx):
         spec["ttlSecondsAfterFinished"])
 
 
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+
+
+def check_job_id(ctx):
+    """The worker container's PS_JOB_ID is the Job's uid (downward API)."""
+    job = worker_job(ctx["docs"])
+    worker = first_container(job)
+    env = {e.get("name"): e for e in worker.get("env") or []}
+    source = ((env.get("PS_JOB_ID") or {}).get("valueFrom") or {}).get("fieldRef") or {}
+    want = "metadata.labels['%s']" % JOB_UID_LABEL
+    if source.get("fieldPath") != want:
+        raise CheckError("%s: container %s: PS_JOB_ID is %r (want valueFrom.fieldRef."
+                         "fieldPath %s, so every pod of one Job is one job for the servers "
+                         "and the next Job is another)" % (doc_id(job), worker.get("name"),
+                                                          env.get("PS_JOB_ID"), want))
+    return "PS_JOB_ID from %s" % JOB_UID_LABEL
+
+
 def role_allows(role, group, resource, name, verb):
     for rule in role.get("rules") or []:
         if group in (rule.get("apiGroups") or []) and \
@@ -1104,6 +1125,7 @@ CHECK_FUNCS = {
     "auth-token": check_auth_token,
     "network-policy": check_network_policy,
     "job-limits": check_job_limits,
+    "job-id": check_job_id,
     "completion-hook": check_completion_hook,
 }
 
