@@ -105,35 +105,43 @@ def shard(x, y, worker, num_workers):
 
 
 def train(model, params, data, test, settings, log_every, log, seed):
-    """The training loop; returns the number of steps run."""
+    """The training loop, driven by the job's step (``params.step``): a
+    started, restarted or rejoined worker continues at the job's step, and
+    its batches follow the step (epoch e's order depends only on seed and
+    e). Returns the steps this process ran and its wall time."""
     (x, y), batch = data, settings["batch_size"]
     steps_per_epoch = len(x) // batch
-    generator = torch.Generator().manual_seed(seed)
+    total_steps = settings["epochs"] * steps_per_epoch
     start = time.monotonic()
-    step, losses, last = 0, [], (0.0, 0)  # (time_s, step) of the last log
-    for epoch in range(settings["epochs"]):
-        order = torch.randperm(len(x), generator=generator)
+    step = params.step
+    ran, losses, last = 0, [], (0.0, step)  # (time_s, step) of the last log
+    order_epoch, order = -1, None
+    while step < total_steps:
+        epoch, i = divmod(step, steps_per_epoch)
+        if epoch != order_epoch:
+            generator = torch.Generator().manual_seed(seed * 1000003 + epoch)
+            order, order_epoch = torch.randperm(len(x), generator=generator), epoch
+        index = order[i * batch:(i + 1) * batch]
+        params.pull()
+        loss = F.cross_entropy(model(x[index]), y[index])
+        loss.backward()
         scale = settings["lr_decay"] ** epoch  # exact for SGD
-        for i in range(steps_per_epoch):
-            index = order[i * batch:(i + 1) * batch]
-            params.pull()
-            loss = F.cross_entropy(model(x[index]), y[index])
-            loss.backward()
-            params.push(scale=scale)
-            step += 1
-            losses.append(loss.item())
-            now = time.monotonic() - start
-            if step % log_every == 0:
-                log.progress(epoch=epoch + 1, step=step,
-                             loss=sum(losses) / len(losses),
-                             samples_per_s=(step - last[1]) * batch /
-                             max(now - last[0], 1e-9), time_s=now)
-                losses, last = [], (now, step)
-            if (settings["eval_every_steps"] and
-                    step % settings["eval_every_steps"] == 0):
-                log.eval(epoch=epoch + 1, step=step,
-                         test_accuracy=accuracy(model, *test), time_s=now)
-    return step, time.monotonic() - start
+        # The next step: step + 1, or the job's step after a rejoin.
+        next_step = params.push(scale=scale)
+        step, ran = max(next_step, step + 1), ran + 1
+        losses.append(loss.item())
+        now = time.monotonic() - start
+        if step % log_every == 0:
+            log.progress(epoch=epoch + 1, step=step,
+                         loss=sum(losses) / len(losses),
+                         samples_per_s=(step - last[1]) * batch /
+                         max(now - last[0], 1e-9), time_s=now)
+            losses, last = [], (now, step)
+        if (settings["eval_every_steps"] and
+                step % settings["eval_every_steps"] == 0):
+            log.eval(epoch=epoch + 1, step=step,
+                     test_accuracy=accuracy(model, *test), time_s=now)
+    return ran, time.monotonic() - start
 
 
 def main():
