@@ -33,6 +33,9 @@ struct ConsistencyTraits {
   // this trait a trainer may prefetch the next step's parameters while it
   // computes (bounded by the mode's staleness).
   bool step_exact_reads;
+  // Pushes are applied in whole steps, so the table's step count (TableStats
+  // step, the ps_table_sync_step metric) is meaningful.
+  bool applies_in_steps;
 };
 
 // The traits of `mode`.

@@ -20,6 +20,9 @@ TEST(ConsistencyTest, EveryModeHasTraits) {
 TEST(ConsistencyTest, TraitsOfEachMode) {
   EXPECT_FALSE(TraitsOf(Consistency::kAsync).workers_only_push);
   EXPECT_FALSE(TraitsOf(Consistency::kAsync).step_exact_reads);
+  EXPECT_FALSE(TraitsOf(Consistency::kAsync).applies_in_steps);
+  EXPECT_TRUE(TraitsOf(Consistency::kSync).applies_in_steps);
+  EXPECT_FALSE(TraitsOf(Consistency::kSsp).applies_in_steps);
   EXPECT_TRUE(TraitsOf(Consistency::kSync).workers_only_push);
   EXPECT_TRUE(TraitsOf(Consistency::kSync).step_exact_reads);
   EXPECT_TRUE(TraitsOf(Consistency::kSsp).uses_staleness);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/table_schema.h"
 
 namespace ps {
@@ -71,6 +72,17 @@ proto::TableSpec ToTableSpec(const TableConfig& table) {
   return spec;
 }
 
+absl::StatusOr<Consistency> ConsistencyOf(const proto::TableSpec& spec) {
+  if (spec.consistency() < 0 || spec.consistency() > proto::SSP) {
+    return Bad(spec, "consistency",
+               absl::StrCat("unknown consistency ", spec.consistency()));
+  }
+  if (spec.consistency() == proto::CONSISTENCY_UNSPECIFIED) {
+    return Consistency::kAsync;
+  }
+  return static_cast<Consistency>(spec.consistency() - 1);
+}
+
 absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec) {
   TableConfig c;
   c.name = spec.name();
@@ -82,13 +94,7 @@ absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec) {
   c.kind = static_cast<TableKind>(spec.kind() - 1);
   c.size = spec.size();
   c.dim = spec.dim();
-  if (spec.consistency() < 0 || spec.consistency() > proto::SSP) {
-    return Bad(spec, "consistency",
-               absl::StrCat("unknown consistency ", spec.consistency()));
-  }
-  if (spec.consistency() != proto::CONSISTENCY_UNSPECIFIED) {
-    c.consistency = static_cast<Consistency>(spec.consistency() - 1);
-  }
+  ASSIGN_OR_RETURN(c.consistency, ConsistencyOf(spec));
   c.staleness = spec.staleness();
   if (spec.value_type() < 0 || spec.value_type() > proto::BFLOAT16) {
     return Bad(spec, "value_type",

@@ -22,6 +22,11 @@ proto::TableSpec ToTableSpec(const TableConfig& table);
 // INVALID_ARGUMENT "table spec '<name>': <key>: <problem>; <allowed>".
 absl::StatusOr<TableConfig> FromTableSpec(const proto::TableSpec& spec);
 
+// The consistency a spec names (CONSISTENCY_UNSPECIFIED: async, the
+// default), without validating the rest of the spec; INVALID_ARGUMENT for a
+// value this build does not know.
+absl::StatusOr<Consistency> ConsistencyOf(const proto::TableSpec& spec);
+
 }  // namespace ps
 
 #endif  // PS_PROTO_TABLE_SPEC_CONVERSION_H_

@@ -12,7 +12,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/consistency.h"
 #include "common/status_macros.h"
+#include "proto/table_spec_conversion.h"
 #include "prometheus/text_serializer.h"
 
 namespace ps {
@@ -80,10 +82,13 @@ MetricFamily ShardInfoFamily(const proto::ShardInfo& info,
 void AppendTableFamilies(const proto::ShardInfo& info,
                          const proto::StatsResponse& stats,
                          std::vector<MetricFamily>* families) {
-  // Which tables are sync (their step is meaningful).
-  absl::flat_hash_set<uint32_t> sync_tables;
+  // Which tables apply pushes in steps (their step is meaningful).
+  absl::flat_hash_set<uint32_t> stepped_tables;
   for (const proto::TableSpec& spec : info.tables()) {
-    if (spec.consistency() == proto::SYNC) sync_tables.insert(spec.table_id());
+    const absl::StatusOr<Consistency> mode = ConsistencyOf(spec);
+    if (mode.ok() && TraitsOf(*mode).applies_in_steps) {
+      stepped_tables.insert(spec.table_id());
+    }
   }
   MetricFamily requests = Family(
       "ps_table_requests_total",
@@ -121,7 +126,7 @@ void AppendTableFamilies(const proto::ShardInfo& info,
     sent.metric.push_back(Counter(static_cast<double>(t.bytes_out()), {table}));
     updates.metric.push_back(
         Counter(static_cast<double>(t.version()), {table}));
-    if (sync_tables.contains(t.table_id())) {
+    if (stepped_tables.contains(t.table_id())) {
       step.metric.push_back(Gauge(static_cast<double>(t.step()), {table}));
     }
     elements.metric.push_back(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/backend/cpu_update_backend.h"
+#include "common/consistency.h"
 #include "common/partition.h"
 #include "server/rows/row_cost.h"
 
@@ -27,7 +28,7 @@ absl::StatusOr<uint64_t> FloatsPerElement(CpuUpdateBackend& backend,
         absl::StrCat("table '", table.name, "': ", store.status().message()));
   }
   const bool accumulator =
-      with_accumulator && table.consistency == Consistency::kSync;
+      with_accumulator && TraitsOf(table.consistency).applies_in_steps;
   return 1 + static_cast<uint64_t>((*store)->num_slots()) +
          (accumulator ? 1 : 0);
 }

@@ -1,6 +1,7 @@
 #include "server/rows/row_cost.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/consistency.h"
 #include "common/optimizers/optimizer_registry.h"
 
 namespace ps {
@@ -16,8 +17,10 @@ absl::StatusOr<uint64_t> SlotsOf(const TableConfig& table) {
   return static_cast<uint64_t>(info->num_slots);
 }
 
+// A table that applies pushes in whole steps sums each step's pushes in an
+// accumulator first (server/consistency/sync_policy.h).
 uint64_t AccumulatorFloats(const TableConfig& table) {
-  return table.consistency == Consistency::kSync ? 1 : 0;
+  return TraitsOf(table.consistency).applies_in_steps ? 1 : 0;
 }
 
 }  // namespace
