@@ -345,6 +345,7 @@ ConfigKey<TableConfig> NameOfTableKey() {
   return Required(std::move(k), "a unique table name");
 }
 
+// long-function: the declarative list of every table key, one entry each.
 const ConfigKeys<TableConfig>& TableKeys() {
   using T = TableConfig;
   static const auto* keys = [] {

@@ -174,14 +174,17 @@ TEST_F(PsCtlTest, StatusJsonShowsBothShardsWithExactVersions) {
   EXPECT_THAT(s0, HasSubstr("{\"name\":\"v\",\"version\":1,\"step\":0,"
                             "\"num_elements\":10,\"num_rows\":0}"));
   // The worker's client closed: it left the job (not live), at clock 2.
-  EXPECT_THAT(s0, HasSubstr("{\"worker_id\":0,\"clock\":2,\"live\":false}"));
+  EXPECT_THAT(s0, HasSubstr("{\"worker_id\":0,\"clock\":2,\"live\":false,"
+                            "\"state\":\"left\"}"));
+  EXPECT_THAT(s0, HasSubstr("\"job_id\":\"\",\"job_generation\":1,"));
   EXPECT_THAT(s1, HasSubstr(absl::StrCat("{\"shard\":1,\"address\":\"", a1,
                                          "\",\"health\":\"SERVING\"")));
   EXPECT_THAT(s1, HasSubstr("{\"name\":\"w\",\"version\":3,\"step\":0,"
                             "\"num_elements\":50,\"num_rows\":0}"));
   EXPECT_THAT(s1, HasSubstr("{\"name\":\"v\",\"version\":0,\"step\":0,"
                             "\"num_elements\":10,\"num_rows\":0}"));
-  EXPECT_THAT(s1, HasSubstr("{\"worker_id\":0,\"clock\":2,\"live\":false}"));
+  EXPECT_THAT(s1, HasSubstr("{\"worker_id\":0,\"clock\":2,\"live\":false,"
+                            "\"state\":\"left\"}"));
   EXPECT_THAT(run.out, HasSubstr("{\"name\":\"w\",\"table_id\":0,\"kind\":"
                                  "\"dense\",\"consistency\":\"async\","
                                  "\"size\":100,"));

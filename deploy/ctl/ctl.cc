@@ -141,65 +141,71 @@ std::string TableSize(const TableInfo& t) {
                                      : absl::StrCat("dim ", t.dim);
 }
 
-int Status(const CtlOptions& options, const std::vector<Probe>& probes,
-           Client& client, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
-  if (!stats.ok()) return Fail(err, stats.status());
-  const std::vector<TableInfo> tables = client.ListTables();
-  std::map<std::string, const TableInfo*> by_name;
-  for (const TableInfo& t : tables) by_name[t.name] = &t;
-
-  if (options.json) {
-    std::vector<std::string> table_json;
-    for (const TableInfo& t : tables) {
-      table_json.push_back(absl::StrCat(
-          "{\"name\":", JsonString(t.name), ",\"table_id\":", t.table_id,
-          ",\"kind\":\"", TableKindName(t.kind), "\",\"consistency\":\"",
-          ConsistencyName(t.consistency), "\",\"size\":", t.size,
-          ",\"dim\":", t.dim, ",\"staleness\":", t.staleness, "}"));
-    }
-    std::vector<std::string> shard_json;
-    for (size_t i = 0; i < stats->size(); ++i) {
-      const ShardStats& s = (*stats)[i];
-      std::vector<std::string> ts, ws;
-      for (const ShardStats::Table& t : s.tables) {
-        ts.push_back(absl::StrCat(
-            "{\"name\":", JsonString(t.name), ",\"version\":", t.version,
-            ",\"step\":", t.step, ",\"num_elements\":", t.num_elements,
-            ",\"num_rows\":", t.num_rows, "}"));
-      }
-      for (const ShardStats::Worker& w : s.workers) {
-        ws.push_back(absl::StrCat("{\"worker_id\":", w.worker_id,
-                                  ",\"clock\":", w.clock, ",\"live\":",
-                                  w.live ? "true" : "false", "}"));
-      }
-      shard_json.push_back(absl::StrCat(
-          "{\"shard\":", s.shard_index, ",\"address\":", JsonString(s.address),
-          ",\"health\":\"", HealthName(probes[i].health), "\",\"tables\":[",
-          absl::StrJoin(ts, ","), "],\"workers\":[", absl::StrJoin(ws, ","),
-          "]}"));
-    }
-    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(table_json, ",")
-        << "],\"shards\":[" << absl::StrJoin(shard_json, ",") << "]}\n";
-    return kExitOk;
+std::string StatusJson(const std::vector<TableInfo>& tables,
+                       const std::vector<ShardStats>& stats,
+                       const std::vector<Probe>& probes) {
+  std::vector<std::string> table_json;
+  for (const TableInfo& t : tables) {
+    table_json.push_back(absl::StrCat(
+        "{\"name\":", JsonString(t.name), ",\"table_id\":", t.table_id,
+        ",\"kind\":\"", TableKindName(t.kind), "\",\"consistency\":\"",
+        ConsistencyName(t.consistency), "\",\"size\":", t.size,
+        ",\"dim\":", t.dim, ",\"staleness\":", t.staleness, "}"));
   }
+  std::vector<std::string> shard_json;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const ShardStats& s = stats[i];
+    std::vector<std::string> ts, ws;
+    for (const ShardStats::Table& t : s.tables) {
+      ts.push_back(absl::StrCat(
+          "{\"name\":", JsonString(t.name), ",\"version\":", t.version,
+          ",\"step\":", t.step, ",\"num_elements\":", t.num_elements,
+          ",\"num_rows\":", t.num_rows, "}"));
+    }
+    for (const ShardStats::Worker& w : s.workers) {
+      ws.push_back(absl::StrCat("{\"worker_id\":", w.worker_id,
+                                ",\"clock\":", w.clock, ",\"live\":",
+                                w.live ? "true" : "false", ",\"state\":",
+                                JsonString(w.state), "}"));
+    }
+    shard_json.push_back(absl::StrCat(
+        "{\"shard\":", s.shard_index, ",\"address\":", JsonString(s.address),
+        ",\"health\":\"", HealthName(probes[i].health), "\",\"tables\":[",
+        absl::StrJoin(ts, ","), "],\"workers\":[", absl::StrJoin(ws, ","),
+        "],\"job_id\":", JsonString(s.job_id),
+        ",\"job_generation\":", s.job_generation,
+        ",\"job_start_clock\":", s.job_start_clock, "}"));
+  }
+  return absl::StrCat("{\"ok\":true,\"tables\":[",
+                      absl::StrJoin(table_json, ","), "],\"shards\":[",
+                      absl::StrJoin(shard_json, ","), "]}\n");
+}
 
-  TextTable shards({"SHARD", "ADDRESS", "HEALTH", "TABLES", "LIVE_WORKERS"});
-  for (size_t i = 0; i < stats->size(); ++i) {
-    const ShardStats& s = (*stats)[i];
+void PrintShards(const std::vector<ShardStats>& stats,
+                 const std::vector<Probe>& probes, std::ostream& out) {
+  TextTable shards({"SHARD", "ADDRESS", "HEALTH", "TABLES", "LIVE_WORKERS",
+                    "JOB", "GENERATION"});
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const ShardStats& s = stats[i];
     const int64_t live = std::count_if(
         s.workers.begin(), s.workers.end(),
         [](const ShardStats::Worker& w) { return w.live; });
     shards.Add({absl::StrCat(s.shard_index), s.address,
                 HealthName(probes[i].health), absl::StrCat(s.tables.size()),
-                absl::StrCat(live, "/", s.workers.size())});
+                absl::StrCat(live, "/", s.workers.size()),
+                s.job_id.empty() ? "-" : s.job_id,
+                absl::StrCat(s.job_generation)});
   }
   shards.Print(out);
-  out << "\n";
+}
+
+void PrintTablesPerShard(const std::vector<TableInfo>& tables,
+                         const std::vector<ShardStats>& stats,
+                         std::ostream& out) {
   TextTable table_rows({"TABLE", "ID", "KIND", "CONSISTENCY", "SIZE", "SHARD",
                         "VERSION", "STEP", "ELEMENTS", "ROWS"});
   for (const TableInfo& t : tables) {
-    for (const ShardStats& s : *stats) {
+    for (const ShardStats& s : stats) {
       for (const ShardStats::Table& st : s.tables) {
         if (st.name != t.name) continue;
         table_rows.Add({t.name, absl::StrCat(t.table_id), TableKindName(t.kind),
@@ -211,48 +217,54 @@ int Status(const CtlOptions& options, const std::vector<Probe>& probes,
     }
   }
   table_rows.Print(out);
-  bool any_worker = false;
-  for (const ShardStats& s : *stats) any_worker |= !s.workers.empty();
+}
+
+void PrintWorkers(const std::vector<ShardStats>& stats, std::ostream& out) {
+  TextTable workers({"WORKER", "SHARD", "CLOCK", "LIVE", "STATE"});
+  for (const ShardStats& s : stats) {
+    for (const ShardStats::Worker& w : s.workers) {
+      workers.Add({absl::StrCat(w.worker_id), absl::StrCat(s.shard_index),
+                   absl::StrCat(w.clock), w.live ? "yes" : "no", w.state});
+    }
+  }
+  workers.Print(out);
+}
+
+int Status(const CtlOptions& options, const std::vector<Probe>& probes,
+           Client& client, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
+  if (!stats.ok()) return Fail(err, stats.status());
+  const std::vector<TableInfo> tables = client.ListTables();
+  if (options.json) {
+    out << StatusJson(tables, *stats, probes);
+    return kExitOk;
+  }
+  PrintShards(*stats, probes, out);
+  out << "\n";
+  PrintTablesPerShard(tables, *stats, out);
+  const bool any_worker =
+      std::any_of(stats->begin(), stats->end(),
+                  [](const ShardStats& s) { return !s.workers.empty(); });
   if (any_worker) {
     out << "\n";
-    TextTable workers({"WORKER", "SHARD", "CLOCK", "LIVE"});
-    for (const ShardStats& s : *stats) {
-      for (const ShardStats::Worker& w : s.workers) {
-        workers.Add({absl::StrCat(w.worker_id), absl::StrCat(s.shard_index),
-                     absl::StrCat(w.clock), w.live ? "yes" : "no"});
-      }
-    }
-    workers.Print(out);
+    PrintWorkers(*stats, out);
   }
   return kExitOk;
 }
 
-int Stats(const CtlOptions& options, Client& client, std::ostream& out,
-          std::ostream& err) {
-  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
-  if (!stats.ok()) return Fail(err, stats.status());
-  // Per table name: the shards' rows, in shard order.
+// The shards' counters of every table, in the order the cluster lists the
+// tables (then any only the shards know), each table's rows in shard order.
+struct TableCounters {
   std::vector<std::string> names;
   std::map<std::string, std::vector<std::pair<uint32_t, ShardStats::Table>>>
       rows;
   std::set<std::string> sparse;
-  for (const TableInfo& t : client.ListTables()) {
-    names.push_back(t.name);
-    if (t.kind == TableKind::kSparse) sparse.insert(t.name);
-  }
-  for (const ShardStats& s : *stats) {
-    for (const ShardStats::Table& t : s.tables) {
-      if (!rows.count(t.name) &&
-          std::find(names.begin(), names.end(), t.name) == names.end()) {
-        names.push_back(t.name);
-      }
-      rows[t.name].emplace_back(s.shard_index, t);
-    }
-  }
-  auto sum = [&](const std::string& name) {
+
+  // One table's counters summed over its shards.
+  ShardStats::Table Sum(const std::string& name) const {
     ShardStats::Table total;
     total.name = name;
-    for (const auto& [shard, t] : rows[name]) {
+    for (const auto& [shard, t] : rows.at(name)) {
       total.pushes += t.pushes;
       total.pulls += t.pulls;
       total.bytes_in += t.bytes_in;
@@ -265,13 +277,34 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
       total.memory_bytes += t.memory_bytes;
     }
     return total;
-  };
+  }
+};
+
+TableCounters GroupByTable(const std::vector<TableInfo>& tables,
+                           const std::vector<ShardStats>& stats) {
+  TableCounters c;
+  for (const TableInfo& t : tables) {
+    c.names.push_back(t.name);
+    c.rows[t.name];
+    if (t.kind == TableKind::kSparse) c.sparse.insert(t.name);
+  }
+  for (const ShardStats& s : stats) {
+    for (const ShardStats::Table& t : s.tables) {
+      if (c.rows.count(t.name) == 0) c.names.push_back(t.name);
+      c.rows[t.name].emplace_back(s.shard_index, t);
+    }
+  }
+  return c;
+}
+
+std::string StatsJson(const TableCounters& c,
+                      const std::vector<ShardStats>& stats) {
   // Sparse tables add their row lifecycle (rows: live rows).
-  auto counters_json = [&sparse](const ShardStats::Table& t) {
+  auto counters_json = [&c](const ShardStats::Table& t) {
     std::string json = absl::StrCat(
         "\"pushes\":", t.pushes, ",\"pulls\":", t.pulls, ",\"bytes_in\":",
         t.bytes_in, ",\"bytes_out\":", t.bytes_out, ",\"updates\":", t.version);
-    if (sparse.count(t.name) > 0) {
+    if (c.sparse.count(t.name) > 0) {
       absl::StrAppend(&json, ",\"rows\":", t.num_rows, ",\"rows_admitted\":",
                       t.rows_admitted, ",\"rows_evicted\":", t.rows_evicted,
                       ",\"ids_pending\":", t.ids_pending,
@@ -279,32 +312,28 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
     }
     return json;
   };
-  auto memory_json = [&stats]() {
+  std::vector<std::string> tables;
+  for (const std::string& name : c.names) {
     std::vector<std::string> shards;
-    for (const ShardStats& s : *stats) {
-      shards.push_back(absl::StrCat("{\"shard\":", s.shard_index,
-                                    ",\"used_bytes\":", s.memory_used_bytes,
-                                    ",\"cap_bytes\":", s.memory_cap_bytes,
-                                    "}"));
+    for (const auto& [shard, t] : c.rows.at(name)) {
+      shards.push_back(
+          absl::StrCat("{\"shard\":", shard, ",", counters_json(t), "}"));
     }
-    return absl::StrJoin(shards, ",");
-  };
-  if (options.json) {
-    std::vector<std::string> tables;
-    for (const std::string& name : names) {
-      std::vector<std::string> shards;
-      for (const auto& [shard, t] : rows[name]) {
-        shards.push_back(
-            absl::StrCat("{\"shard\":", shard, ",", counters_json(t), "}"));
-      }
-      tables.push_back(absl::StrCat("{\"name\":", JsonString(name), ",",
-                                    counters_json(sum(name)), ",\"shards\":[",
-                                    absl::StrJoin(shards, ","), "]}"));
-    }
-    out << "{\"ok\":true,\"tables\":[" << absl::StrJoin(tables, ",")
-        << "],\"memory\":[" << memory_json() << "]}\n";
-    return kExitOk;
+    tables.push_back(absl::StrCat("{\"name\":", JsonString(name), ",",
+                                  counters_json(c.Sum(name)), ",\"shards\":[",
+                                  absl::StrJoin(shards, ","), "]}"));
   }
+  std::vector<std::string> memory;
+  for (const ShardStats& s : stats) {
+    memory.push_back(absl::StrCat("{\"shard\":", s.shard_index,
+                                  ",\"used_bytes\":", s.memory_used_bytes,
+                                  ",\"cap_bytes\":", s.memory_cap_bytes, "}"));
+  }
+  return absl::StrCat("{\"ok\":true,\"tables\":[", absl::StrJoin(tables, ","),
+                      "],\"memory\":[", absl::StrJoin(memory, ","), "]}\n");
+}
+
+void PrintTraffic(const TableCounters& c, std::ostream& out) {
   TextTable table({"TABLE", "SHARD", "PUSHES", "PULLS", "BYTES_IN",
                    "BYTES_OUT", "UPDATES"});
   auto add = [&table](const std::string& name, const std::string& shard,
@@ -313,39 +342,60 @@ int Stats(const CtlOptions& options, Client& client, std::ostream& out,
                absl::StrCat(t.bytes_in), absl::StrCat(t.bytes_out),
                absl::StrCat(t.version)});
   };
-  for (const std::string& name : names) {
-    for (const auto& [shard, t] : rows[name]) add(name, absl::StrCat(shard), t);
-    add(name, "all", sum(name));
+  for (const std::string& name : c.names) {
+    for (const auto& [shard, t] : c.rows.at(name)) {
+      add(name, absl::StrCat(shard), t);
+    }
+    add(name, "all", c.Sum(name));
   }
   table.Print(out);
-  if (!sparse.empty()) {
-    out << "\n";
-    TextTable lifecycle(
-        {"TABLE", "SHARD", "ROWS", "ADMITTED", "EVICTED", "PENDING", "MEMORY"});
-    auto add_rows = [&lifecycle](const std::string& name,
-                                 const std::string& shard,
-                                 const ShardStats::Table& t) {
-      lifecycle.Add({name, shard, absl::StrCat(t.num_rows),
-                     absl::StrCat(t.rows_admitted), absl::StrCat(t.rows_evicted),
-                     absl::StrCat(t.ids_pending), HumanBytes(t.memory_bytes)});
-    };
-    for (const std::string& name : names) {
-      if (sparse.count(name) == 0) continue;
-      for (const auto& [shard, t] : rows[name]) {
-        add_rows(name, absl::StrCat(shard), t);
-      }
-      add_rows(name, "all", sum(name));
+}
+
+void PrintRowLifecycle(const TableCounters& c, std::ostream& out) {
+  TextTable lifecycle(
+      {"TABLE", "SHARD", "ROWS", "ADMITTED", "EVICTED", "PENDING", "MEMORY"});
+  auto add = [&lifecycle](const std::string& name, const std::string& shard,
+                          const ShardStats::Table& t) {
+    lifecycle.Add({name, shard, absl::StrCat(t.num_rows),
+                   absl::StrCat(t.rows_admitted), absl::StrCat(t.rows_evicted),
+                   absl::StrCat(t.ids_pending), HumanBytes(t.memory_bytes)});
+  };
+  for (const std::string& name : c.names) {
+    if (c.sparse.count(name) == 0) continue;
+    for (const auto& [shard, t] : c.rows.at(name)) {
+      add(name, absl::StrCat(shard), t);
     }
-    lifecycle.Print(out);
+    add(name, "all", c.Sum(name));
   }
-  out << "\n";
+  lifecycle.Print(out);
+}
+
+void PrintMemory(const std::vector<ShardStats>& stats, std::ostream& out) {
   TextTable memory({"SHARD", "TABLE_MEMORY", "MEMORY_CAP"});
-  for (const ShardStats& s : *stats) {
+  for (const ShardStats& s : stats) {
     memory.Add({absl::StrCat(s.shard_index), HumanBytes(s.memory_used_bytes),
                 s.memory_cap_bytes == 0 ? "none"
                                         : HumanBytes(s.memory_cap_bytes)});
   }
   memory.Print(out);
+}
+
+int Stats(const CtlOptions& options, Client& client, std::ostream& out,
+          std::ostream& err) {
+  absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
+  if (!stats.ok()) return Fail(err, stats.status());
+  const TableCounters counters = GroupByTable(client.ListTables(), *stats);
+  if (options.json) {
+    out << StatsJson(counters, *stats);
+    return kExitOk;
+  }
+  PrintTraffic(counters, out);
+  if (!counters.sparse.empty()) {
+    out << "\n";
+    PrintRowLifecycle(counters, out);
+  }
+  out << "\n";
+  PrintMemory(*stats, out);
   return kExitOk;
 }
 
