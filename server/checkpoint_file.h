@@ -63,8 +63,17 @@ absl::StatusOr<ShardState> ReadCheckpointFile(const std::string& path);
 void RemoveIncompleteCheckpoints(const std::string& shard_dir);
 
 // Renames a checkpoint that failed to load to "<path>.corrupt" (kept for a
-// person to look at; never listed again). Returns the new path.
-std::string QuarantineCheckpoint(const std::string& path);
+// person to look at; never listed again). Returns the new path; INTERNAL
+// naming both paths and the errno text when the rename failed (the file then
+// stays where it was and is listed again at the next start).
+absl::StatusOr<std::string> QuarantineCheckpoint(const std::string& path);
+
+// Makes sure checkpoints can be written to `dir`: creates it (and its
+// parents) when missing, then creates, writes, fsyncs and removes a probe
+// file in it (an access(2) check would say yes to root on a read-only
+// mount). FAILED_PRECONDITION naming the directory, the errno text and the
+// fix when it cannot be used.
+absl::Status CheckCheckpointDirectory(const std::string& dir);
 
 // Deletes all but the newest `keep` (at least 1) checkpoints of `shard_dir`;
 // failures are logged, not returned (an old file left behind is harmless).

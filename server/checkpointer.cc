@@ -29,9 +29,15 @@ absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
   for (const CheckpointFile& file : files) {
     absl::StatusOr<ShardState> state = ReadCheckpointFile(file.path);
     if (!state.ok()) {
-      const std::string quarantine = QuarantineCheckpoint(file.path);
-      spdlog::error("skipping checkpoint {}: {}; renamed to {}", file.path,
-                    std::string(state.status().message()), quarantine);
+      absl::StatusOr<std::string> quarantine = QuarantineCheckpoint(file.path);
+      if (quarantine.ok()) {
+        spdlog::error("skipping checkpoint {}: {}; renamed to {}", file.path,
+                      std::string(state.status().message()), *quarantine);
+      } else {
+        spdlog::error("skipping checkpoint {}: {}; {} (left in place)",
+                      file.path, std::string(state.status().message()),
+                      std::string(quarantine.status().message()));
+      }
       continue;
     }
     RETURN_IF_ERROR(RestoreFrom(file.path, *state));

@@ -14,7 +14,9 @@
 // port is logged and, with --metrics_port_file, written like --port_file.
 //
 // Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
-// command line or config; 1 when the server cannot start.
+// command line or config, including a server.checkpoint_dir where this shard
+// cannot write (checked before serving); 1 when the server cannot start, and
+// when its final checkpoint at shutdown failed (its last updates are lost).
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@
 #include "common/logging.h"
 #include "common/process_tuning.h"
 #include "common/status_macros.h"
+#include "server/checkpoint_file.h"
 #include "server/server.h"
 #include "server/service.h"
 #include "spdlog/spdlog.h"
@@ -61,6 +64,7 @@ namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitStartFailure = 1;
+constexpr int kExitShutdownFailure = 1;  // the final checkpoint failed
 
 absl::StatusOr<int> ParseIndex(const std::string& text, const char* source) {
   int index = -1;
@@ -161,6 +165,13 @@ absl::StatusOr<Setup> ReadSetup() {
         "or --metrics_port >= 0)");
   }
   setup.port_file = absl::GetFlag(FLAGS_port_file);
+  if (!setup.config.server.checkpoint_dir.empty()) {
+    // Before serving: a directory that cannot take the periodic and final
+    // checkpoints would only show at the first one, when work is at stake.
+    RETURN_IF_ERROR(ps::CheckCheckpointDirectory(ps::ShardCheckpointDir(
+        setup.config.server.checkpoint_dir, static_cast<uint32_t>(setup.index),
+        static_cast<uint32_t>(setup.config.servers.size()))));
+  }
   return setup;
 }
 
@@ -186,7 +197,9 @@ int main(int argc, char** argv) {
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
       "[--metrics_port_file PATH]\n\n"
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
-      "bad command line or config; 1 when the server cannot start.",
+      "bad command line or config (including an unwritable "
+      "server.checkpoint_dir); 1 when the server cannot start or its final "
+      "checkpoint failed.",
       {__FILE__});
   // Before any thread starts: message-sized buffers are reused, not mmapped;
   // no debug lock graph on every Mutex acquisition.
@@ -233,6 +246,10 @@ int main(int argc, char** argv) {
   spdlog::info("received {}; shutting down",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   (*server)->Stop();
+  if (absl::Status s = (*server)->shutdown_status(); !s.ok()) {
+    spdlog::critical("shutdown incomplete: {}", s.ToString());
+    return Fail(kExitShutdownFailure, s.ToString());
+  }
   spdlog::info("shutdown complete");
   return 0;
 }

@@ -168,6 +168,11 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   return port;
 }
 
+absl::Status ParameterServerProcess::shutdown_status() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_status_;
+}
+
 int ParameterServerProcess::port() const {
   absl::MutexLock lock(&mu_);
   return port_;
@@ -213,6 +218,10 @@ void ParameterServerProcess::Stop() {
       if (!info.ok()) {
         spdlog::error("shard {}: final checkpoint failed: {}", shard_index_,
                       info.status().ToString());
+        absl::MutexLock lock(&mu_);
+        shutdown_status_ = absl::Status(
+            info.status().code(),
+            absl::StrCat("final checkpoint failed: ", info.status().message()));
       }
     }
   }
