@@ -258,7 +258,8 @@ absl::Status CheckCheckpointDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
-void PruneCheckpoints(const std::string& shard_dir, int keep) {
+void PruneCheckpoints(const std::string& shard_dir, int keep,
+                      uint64_t below_id) {
   absl::StatusOr<std::vector<CheckpointFile>> files =
       ListCheckpoints(shard_dir);
   if (!files.ok()) {
@@ -267,6 +268,7 @@ void PruneCheckpoints(const std::string& shard_dir, int keep) {
   }
   const size_t kept = static_cast<size_t>(std::max(keep, 1));
   for (size_t i = kept; i < files->size(); ++i) {
+    if ((*files)[i].seq >= below_id) continue;
     if (unlink((*files)[i].path.c_str()) != 0) {
       spdlog::warn("cannot remove old checkpoint {}: {}", (*files)[i].path,
                    ErrnoText(errno));

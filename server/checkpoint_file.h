@@ -2,8 +2,9 @@
 // a crash never leaves a partial file in place, listing, reading and pruning.
 // The bytes are server/checkpoint_format.h's.
 //
-// Layout: <checkpoint_dir>/shard-<i>-of-<S>/ckpt-<seq>.bin, seq counting up
-// from 1 per shard directory (printed with 12 digits so names sort by seq).
+// Layout: <checkpoint_dir>/shard-<i>-of-<S>/ckpt-<seq>.bin, seq being the
+// cluster checkpoint id (server/checkpoint_set.h), growing per shard
+// directory (printed with at least 12 digits; listing sorts numerically).
 // A file is written to "<name>.tmp", fsync'ed, renamed into place, and the
 // directory is fsync'ed, so a crash leaves either the old set of files or the
 // new one (plus possibly a stale .tmp, removed by RemoveIncompleteCheckpoints
@@ -75,9 +76,12 @@ absl::StatusOr<std::string> QuarantineCheckpoint(const std::string& path);
 // fix when it cannot be used.
 absl::Status CheckCheckpointDirectory(const std::string& dir);
 
-// Deletes all but the newest `keep` (at least 1) checkpoints of `shard_dir`;
-// failures are logged, not returned (an old file left behind is harmless).
-void PruneCheckpoints(const std::string& shard_dir, int keep);
+// Deletes the checkpoints of `shard_dir` that are not among the newest `keep`
+// (at least 1) and whose id is below `below_id` (server/checkpoint_set.h's
+// PruneThreshold keeps the newest complete cluster sets); failures are
+// logged, not returned (an old file left behind is harmless).
+void PruneCheckpoints(const std::string& shard_dir, int keep,
+                      uint64_t below_id);
 
 }  // namespace ps
 

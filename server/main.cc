@@ -3,6 +3,7 @@
 //   ps_server --config FILE [--index I] [--listen HOST:PORT]
 //             [--port_file PATH] [--log_level LEVEL]
 //             [--metrics_port N] [--metrics_port_file PATH]
+//             [--allow_inconsistent_restore]
 //
 // --index defaults to $PS_SERVER_INDEX, else the trailing ordinal of
 // $HOSTNAME (Kubernetes StatefulSet pod "ps-server-3" -> 3). --listen
@@ -56,6 +57,10 @@ ABSL_FLAG(int, metrics_port, -2,
 ABSL_FLAG(std::string, metrics_port_file, "",
           "if set, the bound metrics port is written to this file "
           "(atomically); requires metrics to be on");
+ABSL_FLAG(bool, allow_inconsistent_restore, false,
+          "restore this shard's own newest valid checkpoint even when another "
+          "shard lacks that checkpoint id (the model may mix states from "
+          "different times); by default such a server refuses to start");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off; default: the config's "
           "log_level");
@@ -165,6 +170,8 @@ absl::StatusOr<Setup> ReadSetup() {
         "or --metrics_port >= 0)");
   }
   setup.port_file = absl::GetFlag(FLAGS_port_file);
+  setup.options.allow_inconsistent_restore =
+      absl::GetFlag(FLAGS_allow_inconsistent_restore);
   if (!setup.config.server.checkpoint_dir.empty()) {
     // Before serving: a directory that cannot take the periodic and final
     // checkpoints would only show at the first one, when work is at stake.
@@ -195,7 +202,7 @@ int main(int argc, char** argv) {
       "one shard of the parameter-server cluster.\n\n"
       "  ps_server --config FILE [--index I] [--listen HOST:PORT] "
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
-      "[--metrics_port_file PATH]\n\n"
+      "[--metrics_port_file PATH] [--allow_inconsistent_restore]\n\n"
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
       "bad command line or config (including an unwritable "
       "server.checkpoint_dir); 1 when the server cannot start or its final "

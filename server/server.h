@@ -46,6 +46,9 @@ struct ServerRunOptions {
   // metrics endpoint, 0: OS-picked). The endpoint binds the host of the
   // listen address.
   std::optional<int> metrics_port;
+  // Restore each shard's own newest valid checkpoint even when the other
+  // shards lack that id (see server/checkpoint_set.h); off by default.
+  bool allow_inconsistent_restore = false;
 };
 
 class ParameterServerProcess {
