@@ -860,7 +860,10 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
 }
 
 absl::StatusOr<std::vector<std::string>> ClientImpl::Checkpoint() {
-  std::vector<proto::CheckpointRequest> requests(connections_.size());
+  // One cluster checkpoint id for every shard (server/checkpoint_set.h).
+  proto::CheckpointRequest request;
+  request.set_checkpoint_id(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+  std::vector<proto::CheckpointRequest> requests(connections_.size(), request);
   std::vector<proto::CheckpointResponse> responses;
   // Not wait_for_ready: a server that is down fails at once rather than
   // holding the whole checkpoint until the deadline.

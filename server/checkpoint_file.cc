@@ -217,13 +217,49 @@ void RemoveIncompleteCheckpoints(const std::string& shard_dir) {
   }
 }
 
-std::string QuarantineCheckpoint(const std::string& path) {
+absl::StatusOr<std::string> QuarantineCheckpoint(const std::string& path) {
   const std::string quarantine = path + ".corrupt";
-  std::rename(path.c_str(), quarantine.c_str());
+  if (std::rename(path.c_str(), quarantine.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("renaming ", path, " to ",
+                                            quarantine, " failed: ",
+                                            ErrnoText(errno)));
+  }
   return quarantine;
 }
 
-void PruneCheckpoints(const std::string& shard_dir, int keep) {
+absl::Status CheckCheckpointDirectory(const std::string& dir) {
+  const auto unusable = [&dir](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint directory ", dir, " is not usable: ", why,
+        "; fix: make server.checkpoint_dir a writable directory (or a path "
+        "where one can be created), or remove server.checkpoint_dir to run "
+        "without checkpoints"));
+  };
+  if (absl::Status made = MakeDirectories(dir); !made.ok()) {
+    return unusable(std::string(made.message()));
+  }
+  const std::string probe =
+      absl::StrCat(dir, "/.write-probe.", static_cast<long>(getpid()));
+  const int fd =
+      open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return unusable(absl::StrCat("creating ", probe, ": ", ErrnoText(errno)));
+  }
+  const char byte = 0;
+  std::string error;
+  if (write(fd, &byte, 1) != 1) {
+    error = absl::StrCat("writing ", probe, ": ", ErrnoText(errno));
+  } else if (fsync(fd) != 0) {
+    error = absl::StrCat("fsync of ", probe, ": ", ErrnoText(errno));
+  }
+  close(fd);
+  unlink(probe.c_str());
+  if (!error.empty()) return unusable(error);
+  return absl::OkStatus();
+}
+
+void PruneCheckpoints(const std::string& shard_dir, int keep,
+                      uint64_t below_id) {
   absl::StatusOr<std::vector<CheckpointFile>> files =
       ListCheckpoints(shard_dir);
   if (!files.ok()) {
@@ -232,6 +268,7 @@ void PruneCheckpoints(const std::string& shard_dir, int keep) {
   }
   const size_t kept = static_cast<size_t>(std::max(keep, 1));
   for (size_t i = kept; i < files->size(); ++i) {
+    if ((*files)[i].seq >= below_id) continue;
     if (unlink((*files)[i].path.c_str()) != 0) {
       spdlog::warn("cannot remove old checkpoint {}: {}", (*files)[i].path,
                    ErrnoText(errno));

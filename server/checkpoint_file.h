@@ -2,8 +2,9 @@
 // a crash never leaves a partial file in place, listing, reading and pruning.
 // The bytes are server/checkpoint_format.h's.
 //
-// Layout: <checkpoint_dir>/shard-<i>-of-<S>/ckpt-<seq>.bin, seq counting up
-// from 1 per shard directory (printed with 12 digits so names sort by seq).
+// Layout: <checkpoint_dir>/shard-<i>-of-<S>/ckpt-<seq>.bin, seq being the
+// cluster checkpoint id (server/checkpoint_set.h), growing per shard
+// directory (printed with at least 12 digits; listing sorts numerically).
 // A file is written to "<name>.tmp", fsync'ed, renamed into place, and the
 // directory is fsync'ed, so a crash leaves either the old set of files or the
 // new one (plus possibly a stale .tmp, removed by RemoveIncompleteCheckpoints
@@ -63,12 +64,24 @@ absl::StatusOr<ShardState> ReadCheckpointFile(const std::string& path);
 void RemoveIncompleteCheckpoints(const std::string& shard_dir);
 
 // Renames a checkpoint that failed to load to "<path>.corrupt" (kept for a
-// person to look at; never listed again). Returns the new path.
-std::string QuarantineCheckpoint(const std::string& path);
+// person to look at; never listed again). Returns the new path; INTERNAL
+// naming both paths and the errno text when the rename failed (the file then
+// stays where it was and is listed again at the next start).
+absl::StatusOr<std::string> QuarantineCheckpoint(const std::string& path);
 
-// Deletes all but the newest `keep` (at least 1) checkpoints of `shard_dir`;
-// failures are logged, not returned (an old file left behind is harmless).
-void PruneCheckpoints(const std::string& shard_dir, int keep);
+// Makes sure checkpoints can be written to `dir`: creates it (and its
+// parents) when missing, then creates, writes, fsyncs and removes a probe
+// file in it (an access(2) check would say yes to root on a read-only
+// mount). FAILED_PRECONDITION naming the directory, the errno text and the
+// fix when it cannot be used.
+absl::Status CheckCheckpointDirectory(const std::string& dir);
+
+// Deletes the checkpoints of `shard_dir` that are not among the newest `keep`
+// (at least 1) and whose id is below `below_id` (server/checkpoint_set.h's
+// PruneThreshold keeps the newest complete cluster sets); failures are
+// logged, not returned (an old file left behind is harmless).
+void PruneCheckpoints(const std::string& shard_dir, int keep,
+                      uint64_t below_id);
 
 }  // namespace ps
 

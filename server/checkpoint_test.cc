@@ -476,10 +476,13 @@ TEST_F(DamagedFileTest, WrongMagicAndVersion) {
             absl::StatusCode::kNotFound);
 }
 
+// One shard's own files (the --allow_inconsistent_restore rule); the
+// cluster rule, with every shard's files, is tests/cluster_checkpoint_test.
 TEST_F(CheckpointTest, RestoresNewestValidAndKeepsTwo) {
   const std::string root = TempDir();
   CheckpointerOptions options;
   options.root = root;
+  options.allow_inconsistent_restore = true;
   std::unique_ptr<Shard> a = NewShard();
   Checkpointer writer(a.get(), Fingerprint(), options);
   EXPECT_EQ(writer.shard_dir(), root + "/shard-0-of-2");
@@ -488,7 +491,8 @@ TEST_F(CheckpointTest, RestoresNewestValidAndKeepsTwo) {
   for (int i = 0; i < 3; ++i) {
     Train(a.get(), 1, &clock);
     values.push_back(PullAll(a.get()));
-    absl::StatusOr<CheckpointInfo> info = writer.WriteNow(absl::ZeroDuration());
+    absl::StatusOr<CheckpointInfo> info =
+        writer.WriteNow(i + 1, absl::ZeroDuration());
     ASSERT_TRUE(info.ok()) << info.status();
     EXPECT_EQ(info->seq, static_cast<uint64_t>(i + 1));
   }
@@ -517,7 +521,12 @@ TEST_F(CheckpointTest, RestoresNewestValidAndKeepsTwo) {
   EXPECT_NE(access((writer.shard_dir() + "/ckpt-000000000009.bin.tmp").c_str(),
                    F_OK),
             0);
-  absl::StatusOr<CheckpointInfo> next = reader.WriteNow(absl::ZeroDuration());
+  // Ids only grow: the restored shard's newest id is 3 (on disk).
+  EXPECT_EQ(reader.WriteNow(3, absl::ZeroDuration()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader.WriteNow(0, absl::ZeroDuration()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<CheckpointInfo> next = reader.WriteFinal(absl::ZeroDuration());
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->seq, 4u);
 
@@ -534,9 +543,10 @@ TEST_F(CheckpointTest, RestoresNewestValidAndKeepsTwo) {
 TEST_F(CheckpointTest, ForeignCheckpointRefusesToStart) {
   CheckpointerOptions options;
   options.root = TempDir();
+  options.allow_inconsistent_restore = true;
   std::unique_ptr<Shard> a = NewShard();
   Checkpointer writer(a.get(), Fingerprint(), options);
-  ASSERT_TRUE(writer.WriteNow(absl::ZeroDuration()).ok());
+  ASSERT_TRUE(writer.WriteNow(1, absl::ZeroDuration()).ok());
 
   std::unique_ptr<Shard> b = NewShard();
   Checkpointer other(b.get(), Fingerprint() + 1, options);
@@ -562,18 +572,19 @@ TEST_F(CheckpointTest, CheckpointerThreadAnswersRequests) {
   // Not running: refused at once.
   absl::Status refused;
   checkpointer.Request(
-      [&](absl::StatusOr<CheckpointInfo> info) { refused = info.status(); });
+      1, [&](absl::StatusOr<CheckpointInfo> info) { refused = info.status(); });
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
 
   checkpointer.Start();
   absl::Notification done;
   absl::StatusOr<CheckpointInfo> result;
-  checkpointer.Request([&](absl::StatusOr<CheckpointInfo> info) {
+  checkpointer.Request(7, [&](absl::StatusOr<CheckpointInfo> info) {
     result = std::move(info);
     done.Notify();
   });
   done.WaitForNotification();
   ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->seq, 7u);
   EXPECT_TRUE(ReadCheckpointFile(result->path).ok());
   checkpointer.Stop();
 }

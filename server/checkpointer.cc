@@ -1,11 +1,14 @@
 #include "server/checkpointer.h"
 
+#include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "server/checkpoint_set.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -21,17 +24,50 @@ Checkpointer::Checkpointer(Shard* shard, uint64_t fingerprint,
 Checkpointer::~Checkpointer() { Stop(); }
 
 absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
+  ASSIGN_OR_RETURN(std::string restored, RestoreChosen());
+  RETURN_IF_ERROR(MarkShardStarted(options_.root, shard_->shard_index(),
+                                   shard_->num_shards()));
+  return restored;
+}
+
+absl::StatusOr<std::string> Checkpointer::RestoreChosen() {
   absl::MutexLock lock(&write_mu_);
   RemoveIncompleteCheckpoints(shard_dir_);
+  if (options_.allow_inconsistent_restore) return RestoreOwnNewest();
+  ASSIGN_OR_RETURN(
+      ClusterCheckpointChoice choice,
+      ChooseClusterCheckpoint(options_.root, shard_->shard_index(),
+                              shard_->num_shards(), fingerprint_));
+  newest_id_ = choice.id;
+  if (choice.id == 0) return std::string();
+  RETURN_IF_ERROR(RestoreFrom(choice.path, choice.state));
+  spdlog::info("shard {}: restored cluster checkpoint {} (complete on all {} "
+               "shards)",
+               shard_->shard_index(), choice.id, shard_->num_shards());
+  return choice.path;
+}
+
+absl::StatusOr<std::string> Checkpointer::RestoreOwnNewest() {
   ASSIGN_OR_RETURN(std::vector<CheckpointFile> files,
                    ListCheckpoints(shard_dir_));
-  next_seq_ = files.empty() ? 1 : files.front().seq + 1;
+  newest_id_ = files.empty() ? 0 : files.front().seq;
+  spdlog::warn(
+      "shard {}: --allow_inconsistent_restore: restoring this shard's own "
+      "newest valid checkpoint whatever the other shards hold (the model may "
+      "mix states from different times)",
+      shard_->shard_index());
   for (const CheckpointFile& file : files) {
     absl::StatusOr<ShardState> state = ReadCheckpointFile(file.path);
     if (!state.ok()) {
-      const std::string quarantine = QuarantineCheckpoint(file.path);
-      spdlog::error("skipping checkpoint {}: {}; renamed to {}", file.path,
-                    std::string(state.status().message()), quarantine);
+      absl::StatusOr<std::string> quarantine = QuarantineCheckpoint(file.path);
+      if (quarantine.ok()) {
+        spdlog::error("skipping checkpoint {}: {}; renamed to {}", file.path,
+                      std::string(state.status().message()), *quarantine);
+      } else {
+        spdlog::error("skipping checkpoint {}: {}; {} (left in place)",
+                      file.path, std::string(state.status().message()),
+                      std::string(quarantine.status().message()));
+      }
       continue;
     }
     RETURN_IF_ERROR(RestoreFrom(file.path, *state));
@@ -77,23 +113,55 @@ absl::Status Checkpointer::RestoreFrom(const std::string& path,
   return absl::OkStatus();
 }
 
-absl::StatusOr<CheckpointInfo> Checkpointer::WriteNow(
-    absl::Duration sync_step_wait) {
-  absl::MutexLock lock(&write_mu_);
-  if (next_seq_ == 0) {
+absl::StatusOr<uint64_t> Checkpointer::NewestId() {
+  if (!newest_id_.has_value()) {
     ASSIGN_OR_RETURN(std::vector<CheckpointFile> files,
                      ListCheckpoints(shard_dir_));
-    next_seq_ = files.empty() ? 1 : files.front().seq + 1;
+    newest_id_ = files.empty() ? 0 : files.front().seq;
+  }
+  return *newest_id_;
+}
+
+absl::StatusOr<CheckpointInfo> Checkpointer::WriteNow(
+    uint64_t id, absl::Duration sync_step_wait) {
+  absl::MutexLock lock(&write_mu_);
+  return WriteLocked(id, sync_step_wait);
+}
+
+absl::StatusOr<CheckpointInfo> Checkpointer::WriteFinal(
+    absl::Duration sync_step_wait) {
+  absl::MutexLock lock(&write_mu_);
+  ASSIGN_OR_RETURN(const uint64_t newest, NewestId());
+  return WriteLocked(newest + 1, sync_step_wait);
+}
+
+absl::StatusOr<CheckpointInfo> Checkpointer::WriteLocked(
+    uint64_t id, absl::Duration sync_step_wait) {
+  if (id == 0) {
+    return absl::InvalidArgumentError(
+        "checkpoint id 0: a checkpoint needs the cluster checkpoint id its "
+        "coordinator chose for every shard");
+  }
+  ASSIGN_OR_RETURN(const uint64_t newest, NewestId());
+  if (id <= newest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint id ", id, " is not newer than shard ",
+        shard_->shard_index(), "'s newest checkpoint ", newest,
+        " (ids only grow; the coordinator must pick a newer one)"));
   }
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(ShardState state, shard_->Snapshot(sync_step_wait));
   state.partition_fingerprint = fingerprint_;
   const absl::Duration copy_time = absl::Now() - start;
   ASSIGN_OR_RETURN(CheckpointInfo info,
-                   WriteCheckpointFile(shard_dir_, next_seq_, state));
-  ++next_seq_;
+                   WriteCheckpointFile(shard_dir_, id, state));
+  newest_id_ = id;
   info.duration = absl::Now() - start;
-  PruneCheckpoints(shard_dir_, options_.keep);
+  PruneCheckpoints(
+      shard_dir_, options_.keep,
+      options_.allow_inconsistent_restore
+          ? std::numeric_limits<uint64_t>::max()
+          : PruneThreshold(options_.root, shard_->num_shards(), options_.keep));
   if (options_.on_written) options_.on_written(info);
   spdlog::info("shard {}: checkpoint {} written ({} bytes, copy {} ms, total "
                "{} ms)",
@@ -120,23 +188,23 @@ void Checkpointer::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
-  std::deque<std::function<void(absl::StatusOr<CheckpointInfo>)>> left;
+  std::deque<Pending> left;
   {
     absl::MutexLock lock(&mu_);
     running_ = false;
     left.swap(requests_);
   }
-  for (auto& done : left) {
-    done(absl::UnavailableError("server is shutting down"));
+  for (Pending& p : left) {
+    p.done(absl::UnavailableError("server is shutting down"));
   }
 }
 
 void Checkpointer::Request(
-    std::function<void(absl::StatusOr<CheckpointInfo>)> done) {
+    uint64_t id, std::function<void(absl::StatusOr<CheckpointInfo>)> done) {
   {
     absl::MutexLock lock(&mu_);
     if (running_ && !stopping_) {
-      requests_.push_back(std::move(done));
+      requests_.push_back({id, std::move(done)});
       return;
     }
   }
@@ -145,32 +213,62 @@ void Checkpointer::Request(
 
 bool Checkpointer::HasWork() const { return stopping_ || !requests_.empty(); }
 
+namespace {
+
+// The first multiple of `interval` (since the Unix epoch) after `now`: every
+// shard's timer fires there, so their periodic checkpoints share an id.
+absl::Time NextBoundary(absl::Time now, absl::Duration interval) {
+  const int64_t ms = absl::ToInt64Milliseconds(interval);
+  const int64_t now_ms = absl::ToUnixMillis(now);
+  return absl::FromUnixMillis((now_ms / ms + 1) * ms);
+}
+
+}  // namespace
+
 void Checkpointer::Loop() {
-  const bool periodic = options_.interval > absl::ZeroDuration();
-  absl::Time next_periodic =
-      periodic ? absl::Now() + options_.interval : absl::InfiniteFuture();
+  const bool periodic = options_.interval >= absl::Milliseconds(1);
+  absl::Time next_periodic = periodic
+                                 ? NextBoundary(absl::Now(), options_.interval)
+                                 : absl::InfiniteFuture();
   while (true) {
-    std::deque<std::function<void(absl::StatusOr<CheckpointInfo>)>> batch;
-    bool due = false;
+    std::deque<Pending> batch;
     {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithDeadline(absl::Condition(this, &Checkpointer::HasWork),
                             next_periodic);
       if (stopping_) return;
       batch.swap(requests_);
-      due = absl::Now() >= next_periodic;
     }
-    // One checkpoint answers every request queued before it started.
-    absl::StatusOr<CheckpointInfo> info = WriteNow(options_.sync_step_wait);
+    for (Pending& p : batch) {
+      absl::StatusOr<CheckpointInfo> info =
+          WriteNow(p.id, options_.sync_step_wait);
+      if (!info.ok()) {
+        spdlog::error("shard {}: checkpoint {} failed: {}",
+                      shard_->shard_index(), p.id, info.status().ToString());
+      }
+      p.done(std::move(info));
+    }
+    const absl::Time now = absl::Now();
+    if (now < next_periodic) continue;
+    if (const std::vector<uint32_t> absent = ShardsNeverStarted(
+            options_.root, shard_->num_shards());
+        !absent.empty()) {
+      next_periodic = NextBoundary(now, options_.interval);
+      spdlog::info("shard {}: periodic checkpoint skipped: shard(s) {} have "
+                   "not started yet",
+                   shard_->shard_index(), absl::StrJoin(absent, ", "));
+      continue;
+    }
+    // The id is the boundary that fired, in ms: the same on every shard.
+    const uint64_t id = static_cast<uint64_t>(absl::ToUnixMillis(
+        NextBoundary(now, options_.interval) - options_.interval));
+    next_periodic = NextBoundary(now, options_.interval);
+    absl::StatusOr<CheckpointInfo> info =
+        WriteNow(id, options_.sync_step_wait);
     if (!info.ok()) {
-      spdlog::error("shard {}: checkpoint failed: {}", shard_->shard_index(),
-                    info.status().ToString());
+      spdlog::error("shard {}: periodic checkpoint {} failed: {}",
+                    shard_->shard_index(), id, info.status().ToString());
     }
-    if (due || batch.empty()) {
-      next_periodic = periodic ? absl::Now() + options_.interval
-                               : absl::InfiniteFuture();
-    }
-    for (auto& done : batch) done(info);
   }
 }
 

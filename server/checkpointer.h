@@ -1,7 +1,10 @@
-// Schedules a shard's checkpoints: restores the newest valid one at start,
-// then writes one periodically, on request and at shutdown. The files are
-// server/checkpoint_file.h's, their bytes server/checkpoint_format.h's. The
-// newest `keep` (2) checkpoints are kept.
+// Schedules a shard's checkpoints: restores the newest cluster checkpoint
+// (complete on every shard, server/checkpoint_set.h) at start, then writes
+// its part of one periodically (at the wall clock's multiples of the
+// interval), on request (an id from the coordinator) and at shutdown. The
+// files are server/checkpoint_file.h's, their bytes
+// server/checkpoint_format.h's. The newest `keep` (2) complete cluster
+// checkpoints are kept, with anything newer.
 //
 // What a restart loses: the updates applied after the newest valid
 // checkpoint (periodic: at most checkpoint_interval_s of training; a graceful
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +47,9 @@ struct CheckpointerOptions {
   // Called after each checkpoint is durable, on the writing thread (e.g. to
   // update a metric). May be empty.
   std::function<void(const CheckpointInfo&)> on_written;
+  // --allow_inconsistent_restore: each shard restores its own newest valid
+  // checkpoint (the pre-cluster rule), even when other shards lack that id.
+  bool allow_inconsistent_restore = false;
 };
 
 // Writes a shard's checkpoints: periodically and on request (its own thread),
@@ -61,13 +68,15 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Restores the newest valid checkpoint into the shard (call before the
-  // shard serves). Invalid files are logged at error level (file and
-  // reason), renamed to "<name>.corrupt" and skipped. Returns the restored
-  // file's path, or "" when there is none. FAILED_PRECONDITION when the
-  // newest valid checkpoint belongs to another shard or cluster layout
-  // (shard index, shard count or partition fingerprint differ) or does not
-  // fit the configured tables: the server must not start then.
+  // Restores the newest cluster checkpoint (ChooseClusterCheckpoint) into
+  // the shard (call before the shard serves); with
+  // allow_inconsistent_restore, this shard's newest valid file instead.
+  // Invalid files are logged at error level (file and reason), renamed to
+  // "<name>.corrupt" and skipped. Returns the restored file's path, or ""
+  // when there is none. FAILED_PRECONDITION, and the server must not start,
+  // when some shard has checkpoints but none is complete on every shard
+  // (the message names the id and the shards), or the checkpoint belongs to
+  // another cluster layout or does not fit the configured tables.
   absl::StatusOr<std::string> RestoreLatest();
 
   // Starts the thread (periodic checkpoints every `interval`, and requests).
@@ -76,19 +85,36 @@ class Checkpointer {
   // Idempotent.
   void Stop();
 
-  // Queues a checkpoint; `done` runs on the checkpointer's thread once it is
-  // durable (or failed). UNAVAILABLE, inline, when not running.
-  void Request(std::function<void(absl::StatusOr<CheckpointInfo>)> done);
+  // Queues this shard's part of cluster checkpoint `id`; `done` runs on the
+  // checkpointer's thread once it is durable (or failed). UNAVAILABLE,
+  // inline, when not running.
+  void Request(uint64_t id,
+               std::function<void(absl::StatusOr<CheckpointInfo>)> done);
 
-  // Writes a checkpoint now on the calling thread (serialized with the
-  // thread's), waiting at most `sync_step_wait` for sync step boundaries.
-  absl::StatusOr<CheckpointInfo> WriteNow(absl::Duration sync_step_wait);
+  // Writes this shard's part of checkpoint `id` now on the calling thread
+  // (serialized with the thread's), waiting at most `sync_step_wait` for
+  // sync step boundaries. INVALID_ARGUMENT for id 0; FAILED_PRECONDITION
+  // when `id` is not newer than the shard's newest checkpoint.
+  absl::StatusOr<CheckpointInfo> WriteNow(uint64_t id,
+                                          absl::Duration sync_step_wait);
+
+  // The SIGTERM checkpoint: WriteNow(newest id + 1) (see
+  // server/checkpoint_set.h for why every shard picks the same id).
+  absl::StatusOr<CheckpointInfo> WriteFinal(absl::Duration sync_step_wait);
 
   const std::string& shard_dir() const { return shard_dir_; }
 
  private:
   void Loop();
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The newest id on disk of this shard (listed on first use).
+  absl::StatusOr<uint64_t> NewestId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<CheckpointInfo> WriteLocked(uint64_t id,
+                                             absl::Duration sync_step_wait)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<std::string> RestoreOwnNewest()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<std::string> RestoreChosen();
   // Restores `state` (read from `path`) into the shard, or says why not.
   absl::Status RestoreFrom(const std::string& path, const ShardState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -100,13 +126,17 @@ class Checkpointer {
   const std::string shard_dir_;
 
   absl::Mutex write_mu_;  // one checkpoint at a time
-  uint64_t next_seq_ ABSL_GUARDED_BY(write_mu_) = 0;  // 0: not scanned yet
+  // The newest checkpoint id written or restored; unset: not listed yet.
+  std::optional<uint64_t> newest_id_ ABSL_GUARDED_BY(write_mu_);
 
   absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::function<void(absl::StatusOr<CheckpointInfo>)>> requests_
-      ABSL_GUARDED_BY(mu_);
+  struct Pending {
+    uint64_t id;
+    std::function<void(absl::StatusOr<CheckpointInfo>)> done;
+  };
+  std::deque<Pending> requests_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;  // owned; started by Start(), joined by Stop()
   absl::Mutex stop_mu_;  // serializes Start() / Stop()
 };

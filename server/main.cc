@@ -3,6 +3,7 @@
 //   ps_server --config FILE [--index I] [--listen HOST:PORT]
 //             [--port_file PATH] [--log_level LEVEL]
 //             [--metrics_port N] [--metrics_port_file PATH]
+//             [--allow_inconsistent_restore]
 //
 // --index defaults to $PS_SERVER_INDEX, else the trailing ordinal of
 // $HOSTNAME (Kubernetes StatefulSet pod "ps-server-3" -> 3). --listen
@@ -14,7 +15,9 @@
 // port is logged and, with --metrics_port_file, written like --port_file.
 //
 // Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
-// command line or config; 1 when the server cannot start.
+// command line or config, including a server.checkpoint_dir where this shard
+// cannot write (checked before serving); 1 when the server cannot start, and
+// when its final checkpoint at shutdown failed (its last updates are lost).
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,6 +37,7 @@
 #include "common/logging.h"
 #include "common/process_tuning.h"
 #include "common/status_macros.h"
+#include "server/checkpoint_file.h"
 #include "server/server.h"
 #include "server/service.h"
 #include "spdlog/spdlog.h"
@@ -53,6 +57,10 @@ ABSL_FLAG(int, metrics_port, -2,
 ABSL_FLAG(std::string, metrics_port_file, "",
           "if set, the bound metrics port is written to this file "
           "(atomically); requires metrics to be on");
+ABSL_FLAG(bool, allow_inconsistent_restore, false,
+          "restore this shard's own newest valid checkpoint even when another "
+          "shard lacks that checkpoint id (the model may mix states from "
+          "different times); by default such a server refuses to start");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off; default: the config's "
           "log_level");
@@ -61,6 +69,7 @@ namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitStartFailure = 1;
+constexpr int kExitShutdownFailure = 1;  // the final checkpoint failed
 
 absl::StatusOr<int> ParseIndex(const std::string& text, const char* source) {
   int index = -1;
@@ -161,6 +170,15 @@ absl::StatusOr<Setup> ReadSetup() {
         "or --metrics_port >= 0)");
   }
   setup.port_file = absl::GetFlag(FLAGS_port_file);
+  setup.options.allow_inconsistent_restore =
+      absl::GetFlag(FLAGS_allow_inconsistent_restore);
+  if (!setup.config.server.checkpoint_dir.empty()) {
+    // Before serving: a directory that cannot take the periodic and final
+    // checkpoints would only show at the first one, when work is at stake.
+    RETURN_IF_ERROR(ps::CheckCheckpointDirectory(ps::ShardCheckpointDir(
+        setup.config.server.checkpoint_dir, static_cast<uint32_t>(setup.index),
+        static_cast<uint32_t>(setup.config.servers.size()))));
+  }
   return setup;
 }
 
@@ -184,9 +202,11 @@ int main(int argc, char** argv) {
       "one shard of the parameter-server cluster.\n\n"
       "  ps_server --config FILE [--index I] [--listen HOST:PORT] "
       "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
-      "[--metrics_port_file PATH]\n\n"
+      "[--metrics_port_file PATH] [--allow_inconsistent_restore]\n\n"
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
-      "bad command line or config; 1 when the server cannot start.",
+      "bad command line or config (including an unwritable "
+      "server.checkpoint_dir); 1 when the server cannot start or its final "
+      "checkpoint failed.",
       {__FILE__});
   // Before any thread starts: message-sized buffers are reused, not mmapped;
   // no debug lock graph on every Mutex acquisition.
@@ -233,6 +253,10 @@ int main(int argc, char** argv) {
   spdlog::info("received {}; shutting down",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   (*server)->Stop();
+  if (absl::Status s = (*server)->shutdown_status(); !s.ok()) {
+    spdlog::critical("shutdown incomplete: {}", s.ToString());
+    return Fail(kExitShutdownFailure, s.ToString());
+  }
   spdlog::info("shutdown complete");
   return 0;
 }

@@ -79,6 +79,8 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
     CheckpointerOptions checkpoints;
     checkpoints.root = config.server.checkpoint_dir;
     checkpoints.interval = absl::Seconds(config.server.checkpoint_interval_s);
+    checkpoints.allow_inconsistent_restore =
+        options.allow_inconsistent_restore;
     ServerMetrics* metrics = process->metrics_.get();
     checkpoints.on_written = [metrics](const CheckpointInfo&) {
       metrics->SetLastCheckpointTime();
@@ -168,6 +170,11 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   return port;
 }
 
+absl::Status ParameterServerProcess::shutdown_status() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_status_;
+}
+
 int ParameterServerProcess::port() const {
   absl::MutexLock lock(&mu_);
   return port_;
@@ -209,10 +216,14 @@ void ParameterServerProcess::Stop() {
     // (except the pushes of a sync step that was still open; logged).
     if (started) {
       absl::StatusOr<CheckpointInfo> info =
-          checkpointer_->WriteNow(absl::ZeroDuration());
+          checkpointer_->WriteFinal(absl::ZeroDuration());
       if (!info.ok()) {
         spdlog::error("shard {}: final checkpoint failed: {}", shard_index_,
                       info.status().ToString());
+        absl::MutexLock lock(&mu_);
+        shutdown_status_ = absl::Status(
+            info.status().code(),
+            absl::StrCat("final checkpoint failed: ", info.status().message()));
       }
     }
   }

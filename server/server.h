@@ -46,6 +46,9 @@ struct ServerRunOptions {
   // metrics endpoint, 0: OS-picked). The endpoint binds the host of the
   // listen address.
   std::optional<int> metrics_port;
+  // Restore each shard's own newest valid checkpoint even when the other
+  // shards lack that id (see server/checkpoint_set.h); off by default.
+  bool allow_inconsistent_restore = false;
 };
 
 class ParameterServerProcess {
@@ -68,8 +71,12 @@ class ParameterServerProcess {
 
   // Graceful shutdown: NOT_SERVING, parked waits fail with UNAVAILABLE, stop
   // accepting, let in-flight RPCs finish (up to shutdown_grace), drain and
-  // join the executor. Idempotent.
+  // join the executor, write the final checkpoint. Idempotent.
   void Stop();
+
+  // After Stop(): OK, or the error of the final checkpoint (the shard's last
+  // updates are then not on disk; ps_server exits non-zero).
+  absl::Status shutdown_status() const;
 
   Shard* shard() { return shard_.get(); }
   int port() const;
@@ -106,6 +113,7 @@ class ParameterServerProcess {
   int port_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status shutdown_status_ ABSL_GUARDED_BY(mu_);
   absl::Mutex stop_mu_;  // serializes Stop()
 };
 

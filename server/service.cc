@@ -152,18 +152,26 @@ void ParameterServerService::HandleGetStats(const proto::StatsRequest&,
 }
 
 void ParameterServerService::HandleCheckpoint(
-    const proto::CheckpointRequest&, proto::CheckpointResponse* response,
-    UnaryDone done) {
+    const proto::CheckpointRequest& request,
+    proto::CheckpointResponse* response, UnaryDone done) {
   if (checkpointer_ == nullptr) {
     done(ToGrpcStatus(absl::FailedPreconditionError(
         "checkpoints are off: the cluster config has no "
         "server.checkpoint_dir")));
     return;
   }
+  if (request.checkpoint_id() == 0) {
+    done(ToGrpcStatus(absl::InvalidArgumentError(
+        "checkpoint_id is required: the coordinator picks one id and sends it "
+        "to every shard (server/checkpoint_set.h)")));
+    return;
+  }
   // Runs on the checkpointer's thread; this one goes on serving.
   checkpointer_->Request(
+      request.checkpoint_id(),
       [response, done = std::move(done)](absl::StatusOr<CheckpointInfo> info) {
         if (info.ok()) {
+          response->set_checkpoint_id(info->seq);
           response->set_path(info->path);
           response->set_bytes(info->bytes);
           response->set_duration_ms(absl::ToInt64Milliseconds(info->duration));

@@ -68,6 +68,10 @@ class LocalCluster {
   absl::StatusOr<int> KillServer(int i, int signal);
   // Starts server `i` again on the same port.
   absl::Status RestartServer(int i);
+  // The extra flags of every later (re)start.
+  void set_extra_server_flags(std::vector<std::string> flags) {
+    spec_.extra_server_flags = std::move(flags);
+  }
   // Contents of server `i`'s log file.
   std::string ServerLog(int i) const;
   // Process id of server `i` (-1 when it is not running), e.g. to read its
