@@ -101,9 +101,9 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       PlanDense(offset, length, table->size, num_servers(),
                 options_.client.chunk_bytes, wire.bytes);
   Promise promise = NewOperation(op);
-  std::shared_ptr<ShardJoiner> joiner =
-      ShardJoiner::Create(static_cast<int64_t>(chunks.size()), promise.state,
-                          {op, table->name, addresses_});
+  const ShardJoiner::Completion joiner(static_cast<int64_t>(chunks.size()),
+                                       promise.state,
+                                       {op, table->name, addresses_});
   const int64_t clock = this->clock();
   for (const DenseChunk& chunk : chunks) {
     const uint64_t at = chunk.offset - offset;  // position in the caller's span
@@ -147,7 +147,7 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       if (result.ok() && !decode_into.empty()) {
         result = DecodeValues(response->values(), wire, *address, decode_into);
       }
-      joiner->Done(shard, result, response);
+      joiner.Done(shard, result, response);
     };
     if (zero_copy) {
       connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
@@ -196,7 +196,7 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
       [num_shards](uint64_t key) { return SparseShardOf(key, num_shards); },
       wire.bytes));
   Promise promise = NewOperation(op);
-  std::shared_ptr<ShardJoiner> joiner = ShardJoiner::Create(
+  const ShardJoiner::Completion joiner(
       static_cast<int64_t>(plan->requests.size()), promise.state,
       {op, table->name, addresses_});
   const int64_t clock = this->clock();
@@ -243,8 +243,8 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                ScatterRows(*plan, part, rows, dim, out);
              }
            }
-           joiner->Done(static_cast<int>(plan->requests[r].shard), result,
-                        response);
+           joiner.Done(static_cast<int>(plan->requests[r].shard), result,
+                       response);
          });
   }
   return promise.future();

@@ -98,7 +98,10 @@ class ServerConnection::Stream {
   grpc::ClientContext context;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
   grpc::ByteBuffer response;  // the read in flight
-  proto::DataResponse decoded;  // used by OnResponse only (reads are serial)
+  // Used by OnResponse only (reads are serial): kept across responses so
+  // their storage is reused.
+  ReceivedDataResponse received;
+  proto::DataResponse decoded;
   grpc::Status status;        // set by Finish
   Tag start_tag{this, StreamEvent::kStart};
   Tag read_tag{this, StreamEvent::kRead};
@@ -223,6 +226,11 @@ ServerConnection::~ServerConnection() {
 void ServerConnection::Send(proto::DataRequest request,
                             absl::Span<char> values_into,
                             ResponseCallback done) {
+  if (request.values().empty()) {  // a pull: nothing to own
+    SendWithPayload(std::move(request), absl::string_view(), nullptr,
+                    values_into, std::move(done));
+    return;
+  }
   auto values = std::make_shared<std::string>();
   values->swap(*request.mutable_values());
   const absl::string_view payload(*values);
@@ -367,7 +375,16 @@ void ServerConnection::StartWrite(Stream* stream,
 
 void ServerConnection::OnResponse(Stream* stream,
                                   const grpc::ByteBuffer& wire) {
-  absl::StatusOr<uint64_t> id = PeekDataResponseRequestId(wire);
+  // The buffer's slices are dumped once for both passes (the id, then the
+  // whole message) and released when this returns.
+  ReceivedDataResponse& received = stream->received;
+  struct ReleaseOnReturn {
+    ~ReleaseOnReturn() { received->Release(); }
+    ReceivedDataResponse* received;
+  } release{&received};
+  absl::Status opened = received.Open(wire);
+  absl::StatusOr<uint64_t> id =
+      opened.ok() ? received.RequestId() : absl::StatusOr<uint64_t>(opened);
   if (!id.ok()) {
     // A broken peer: drop the stream; the pending requests are resent on a
     // new one (or fail after max_reconnect_attempts).
@@ -388,7 +405,7 @@ void ServerConnection::OnResponse(Stream* stream,
   proto::DataResponse* response = &stream->decoded;
   bool delivered = false;
   absl::Status status =
-      DecodeDataResponse(wire, entry->values_into, response, &delivered);
+      received.Decode(entry->values_into, response, &delivered);
   if (!status.ok()) {
     entry->done(absl::InternalError(absl::StrCat(
                     "server ", options_.address, " sent a ",

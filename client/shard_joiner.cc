@@ -73,6 +73,28 @@ void ShardJoiner::Done(int shard, const absl::Status& status,
   parent_->Complete(std::move(result));
 }
 
+ShardJoiner::Completion::Completion(int64_t requests,
+                                    std::shared_ptr<Future::State> parent,
+                                    Operation operation) {
+  if (requests > 1) {
+    joiner_ = Create(requests, std::move(parent), std::move(operation));
+  } else {
+    parent_ = std::move(parent);
+    operation_ = std::move(operation);
+  }
+}
+
+void ShardJoiner::Completion::Done(int shard, const absl::Status& status,
+                                   const proto::DataResponse* response) const {
+  if (joiner_ != nullptr) {
+    joiner_->Done(shard, status, response);
+  } else if (status.ok()) {
+    parent_->Complete(absl::OkStatus());
+  } else {
+    ShardJoiner(1, parent_, operation_).Done(shard, status, response);
+  }
+}
+
 absl::Status ShardJoiner::Result() {
   if (failures_.empty()) return absl::OkStatus();
   const Failure& first = failures_.front();

@@ -56,6 +56,26 @@ class ShardJoiner {
   void Done(int shard, const absl::Status& status,
             const proto::DataResponse* response);
 
+  // What an operation's request callbacks call: a ShardJoiner when the
+  // operation has several requests; for a single request (most small
+  // operations) none is made unless it fails, and the parent completes with
+  // exactly the status Create(1, ...)->Done() would give (same message and
+  // payloads). Copyable; thread-safe like ShardJoiner.
+  class Completion {
+   public:
+    // REQUIRES: requests > 0.
+    Completion(int64_t requests, std::shared_ptr<Future::State> parent,
+               Operation operation);
+    void Done(int shard, const absl::Status& status,
+              const proto::DataResponse* response) const;
+
+   private:
+    std::shared_ptr<ShardJoiner> joiner_;  // several requests
+    // One request: what a joiner would be made of.
+    std::shared_ptr<Future::State> parent_;
+    Operation operation_;
+  };
+
  private:
   struct Failure {
     int shard = 0;

@@ -96,5 +96,49 @@ TEST(ShardJoinerTest, PullsKeepTheFirstErrorAndNoOutcome) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("range"));
 }
 
+// The single-request fast path fails exactly like a joiner of one request.
+TEST(ShardJoinerTest, SingleRequestCompletionFailsLikeAJoinerOfOne) {
+  proto::DataResponse refused;
+  refused.set_status_code(9);
+  refused.set_membership(proto::MEMBERSHIP_EVICTED);
+  refused.set_step(7);
+  const absl::Status error = absl::FailedPreconditionError("evicted");
+  Promise via_joiner;
+  ShardJoiner::Create(1, via_joiner.state, {proto::PUSH, "w", Addresses()})
+      ->Done(2, error, &refused);
+  Promise via_completion;
+  const ShardJoiner::Completion completion(1, via_completion.state,
+                                           {proto::PUSH, "w", Addresses()});
+  completion.Done(2, error, &refused);
+  ASSERT_TRUE(via_completion.future().Ready());
+  const absl::Status expected = via_joiner.future().Wait();
+  const absl::Status got = via_completion.future().Wait();
+  EXPECT_EQ(got, expected);  // code, message and every payload
+  EXPECT_TRUE(PushOutcomeOf(got).has_value());
+  EXPECT_TRUE(got.GetPayload(kMembershipErrorUrl).has_value());
+}
+
+TEST(ShardJoinerTest, SingleRequestCompletionSucceedsWithoutAJoiner) {
+  Promise promise;
+  const ShardJoiner::Completion completion(1, promise.state,
+                                           {proto::PULL, "w", Addresses()});
+  proto::DataResponse ok;
+  completion.Done(0, absl::OkStatus(), &ok);
+  ASSERT_TRUE(promise.future().Ready());
+  EXPECT_TRUE(promise.future().Wait().ok());
+}
+
+TEST(ShardJoinerTest, CompletionOfSeveralRequestsWaitsForAll) {
+  Promise promise;
+  const ShardJoiner::Completion completion(2, promise.state,
+                                           {proto::PULL, "w", Addresses()});
+  proto::DataResponse ok;
+  completion.Done(0, absl::OkStatus(), &ok);
+  EXPECT_FALSE(promise.future().Ready());
+  completion.Done(1, absl::OkStatus(), &ok);
+  ASSERT_TRUE(promise.future().Ready());
+  EXPECT_TRUE(promise.future().Wait().ok());
+}
+
 }  // namespace
 }  // namespace ps

@@ -2,24 +2,18 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "grpc/slice.h"
 #include "grpcpp/support/slice.h"
 
 namespace ps {
 namespace {
-
-void AppendVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
 
 void ReleaseOwner(void* user_data) {
   delete static_cast<std::shared_ptr<const void>*>(user_data);
@@ -29,8 +23,8 @@ void ReleaseOwner(void* user_data) {
 // slices of a received message) without joining them.
 class PieceReader {
  public:
-  explicit PieceReader(std::vector<absl::string_view> pieces)
-      : pieces_(std::move(pieces)) {
+  explicit PieceReader(absl::Span<const absl::string_view> pieces)
+      : pieces_(pieces) {
     Skip0();
   }
 
@@ -92,7 +86,7 @@ class PieceReader {
     while (index_ < pieces_.size() && pieces_[index_].empty()) ++index_;
   }
 
-  std::vector<absl::string_view> pieces_;
+  const absl::Span<const absl::string_view> pieces_;
   size_t index_ = 0;
   uint64_t pos_ = 0;
   uint64_t remaining_ = 0;
@@ -103,27 +97,34 @@ absl::Status Malformed(const char* what) {
       absl::StrCat("malformed DataResponse: ", what));
 }
 
+// The byte ranges of `slices`, into `pieces` (reusing its storage).
+void PiecesInto(const std::vector<grpc::Slice>& slices,
+                std::vector<absl::string_view>* pieces) {
+  pieces->clear();
+  for (const grpc::Slice& s : slices) {
+    pieces->emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+}
+
 std::vector<absl::string_view> Pieces(const std::vector<grpc::Slice>& slices) {
   std::vector<absl::string_view> pieces;
   pieces.reserve(slices.size());
-  for (const grpc::Slice& s : slices) {
-    pieces.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
+  PiecesInto(slices, &pieces);
   return pieces;
 }
 
-uint64_t TotalSize(const std::vector<absl::string_view>& pieces) {
+uint64_t TotalSize(absl::Span<const absl::string_view> pieces) {
   uint64_t total = 0;
   for (absl::string_view p : pieces) total += p.size();
   return total;
 }
 
-absl::Status DecodePieces(std::vector<absl::string_view> pieces,
+absl::Status DecodePieces(absl::Span<const absl::string_view> pieces,
                           absl::Span<char> values_into,
                           proto::DataResponse* response,
                           bool* values_delivered) {
   const uint64_t total = TotalSize(pieces);
-  PieceReader in(std::move(pieces));
+  PieceReader in(pieces);
   in.set_total(total);
   response->Clear();
   *values_delivered = false;
@@ -250,22 +251,66 @@ DataRequestDecodeStats GetDataRequestDecodeStats() {
   return stats;
 }
 
+namespace {
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+uint8_t* WriteVarint(uint64_t v, uint8_t* out) {
+  while (v >= 0x80) {
+    *out++ = static_cast<uint8_t>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *out++ = static_cast<uint8_t>(v);
+  return out;
+}
+
+// `message` followed by the tag and length of a `payload_size`-byte field
+// `field_number` (none when the payload is empty), serialized straight into
+// one fresh gRPC slice: one allocation, no intermediate string to copy.
+grpc::Slice EncodeHead(const google::protobuf::MessageLite& message,
+                       uint32_t field_number, size_t payload_size) {
+  const size_t message_bytes = message.ByteSizeLong();
+  const uint64_t tag = (static_cast<uint64_t>(field_number) << 3) | 2;
+  const size_t bytes =
+      message_bytes +
+      (payload_size == 0 ? 0 : VarintSize(tag) + VarintSize(payload_size));
+  grpc_slice head = grpc_slice_malloc(bytes);
+  uint8_t* out = GRPC_SLICE_START_PTR(head);
+  out = message.SerializeWithCachedSizesToArray(out);
+  if (payload_size != 0) {
+    out = WriteVarint(tag, out);
+    WriteVarint(payload_size, out);
+  }
+  return grpc::Slice(head, grpc::Slice::STEAL_REF);
+}
+
+// The head and, when there is one, the payload slice as one message.
+grpc::ByteBuffer HeadAndPayload(grpc::Slice head,
+                                std::optional<grpc::Slice> payload) {
+  if (!payload.has_value()) return grpc::ByteBuffer(&head, 1);
+  grpc::Slice slices[2] = {std::move(head), std::move(*payload)};
+  return grpc::ByteBuffer(slices, 2);
+}
+
+}  // namespace
+
 grpc::ByteBuffer SerializeWithPayload(
     const google::protobuf::MessageLite& message, uint32_t field_number,
     absl::string_view payload, std::shared_ptr<const void> owner) {
-  std::string head = message.SerializeAsString();
-  if (payload.empty()) {
-    grpc::Slice only(head);
-    return grpc::ByteBuffer(&only, 1);
-  }
-  AppendVarint((static_cast<uint64_t>(field_number) << 3) | 2, &head);
-  AppendVarint(payload.size(), &head);
-  grpc::Slice slices[2] = {
-      grpc::Slice(head),
+  grpc::Slice head = EncodeHead(message, field_number, payload.size());
+  if (payload.empty()) return HeadAndPayload(std::move(head), std::nullopt);
+  return HeadAndPayload(
+      std::move(head),
       grpc::Slice(const_cast<char*>(payload.data()), payload.size(),
                   &ReleaseOwner,
-                  new std::shared_ptr<const void>(std::move(owner)))};
-  return grpc::ByteBuffer(slices, 2);
+                  new std::shared_ptr<const void>(std::move(owner))));
 }
 
 namespace {
@@ -349,36 +394,43 @@ std::string AcquireValuesBuffer(size_t size) {
   return ValuesBufferPool::Get().Acquire(size);
 }
 
+namespace {
+
+// A sent response's values string goes back to the pool once gRPC lets go.
+void ReleaseValues(void* user_data) {
+  std::string* values = static_cast<std::string*>(user_data);
+  ValuesBufferPool::Get().Release(std::move(*values));
+  delete values;
+}
+
+}  // namespace
+
 grpc::ByteBuffer SerializeDataResponse(proto::DataResponse response) {
-  // Back to the pool once gRPC and every copy of the buffer let go of it.
-  std::shared_ptr<std::string> values(new std::string(), [](std::string* v) {
-    ValuesBufferPool::Get().Release(std::move(*v));
-    delete v;
-  });
+  if (response.values().empty()) {
+    return HeadAndPayload(EncodeHead(response, kDataResponseValuesField, 0),
+                          std::nullopt);
+  }
+  // The slice owns the string itself (no shared_ptr around it).
+  auto* values = new std::string();
   values->swap(*response.mutable_values());
-  const absl::string_view payload(*values);
-  return SerializeWithPayload(response, kDataResponseValuesField, payload,
-                              std::move(values));
+  grpc::Slice head =
+      EncodeHead(response, kDataResponseValuesField, values->size());
+  return HeadAndPayload(std::move(head),
+                        grpc::Slice(values->data(), values->size(),
+                                    &ReleaseValues, values));
 }
 
-absl::Status DecodeDataResponse(const grpc::ByteBuffer& buffer,
-                                absl::Span<char> values_into,
-                                proto::DataResponse* response,
-                                bool* values_delivered) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return Malformed("unreadable buffer");
-  return DecodePieces(Pieces(slices), values_into, response,
-                      values_delivered);
+absl::Status ReceivedDataResponse::Open(const grpc::ByteBuffer& buffer) {
+  slices_.clear();
+  pieces_.clear();
+  if (!buffer.Dump(&slices_).ok()) return Malformed("unreadable buffer");
+  PiecesInto(slices_, &pieces_);
+  return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> PeekDataResponseRequestId(
-    const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return Malformed("unreadable buffer");
-  std::vector<absl::string_view> pieces = Pieces(slices);
-  const uint64_t total = TotalSize(pieces);
-  PieceReader in(std::move(pieces));
-  in.set_total(total);
+absl::StatusOr<uint64_t> ReceivedDataResponse::RequestId() const {
+  PieceReader in(pieces_);
+  in.set_total(TotalSize(pieces_));
   uint64_t request_id = 0;
   while (!in.AtEnd()) {
     uint64_t tag;
@@ -406,6 +458,33 @@ absl::StatusOr<uint64_t> PeekDataResponseRequestId(
     }
   }
   return request_id;
+}
+
+absl::Status ReceivedDataResponse::Decode(absl::Span<char> values_into,
+                                          proto::DataResponse* response,
+                                          bool* values_delivered) const {
+  return DecodePieces(pieces_, values_into, response, values_delivered);
+}
+
+void ReceivedDataResponse::Release() {
+  slices_.clear();
+  pieces_.clear();
+}
+
+absl::Status DecodeDataResponse(const grpc::ByteBuffer& buffer,
+                                absl::Span<char> values_into,
+                                proto::DataResponse* response,
+                                bool* values_delivered) {
+  ReceivedDataResponse received;
+  if (absl::Status s = received.Open(buffer); !s.ok()) return s;
+  return received.Decode(values_into, response, values_delivered);
+}
+
+absl::StatusOr<uint64_t> PeekDataResponseRequestId(
+    const grpc::ByteBuffer& buffer) {
+  ReceivedDataResponse received;
+  if (absl::Status s = received.Open(buffer); !s.ok()) return s;
+  return received.RequestId();
 }
 
 absl::Status DecodeDataResponseBytes(absl::string_view bytes,

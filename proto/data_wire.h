@@ -74,6 +74,30 @@ absl::Status DecodeDataResponse(const grpc::ByteBuffer& buffer,
 absl::StatusOr<uint64_t> PeekDataResponseRequestId(
     const grpc::ByteBuffer& buffer);
 
+// A received DataResponse read in two passes without dumping its buffer
+// twice: first its request_id (to find whose answer it is), then the whole
+// message. One object per stream, reused for every response (reads are
+// serial), so its vectors are allocated once.
+// Thread safety: none (one reader).
+class ReceivedDataResponse {
+ public:
+  // References `buffer`'s slices (not copied; `buffer` may be cleared or
+  // reused afterwards). INVALID_ARGUMENT for an unreadable buffer.
+  absl::Status Open(const grpc::ByteBuffer& buffer);
+  // As PeekDataResponseRequestId. REQUIRES: Open() succeeded.
+  absl::StatusOr<uint64_t> RequestId() const;
+  // As DecodeDataResponse. REQUIRES: Open() succeeded.
+  absl::Status Decode(absl::Span<char> values_into,
+                      proto::DataResponse* response,
+                      bool* values_delivered) const;
+  // Drops the slice references (keeps the vectors' storage).
+  void Release();
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  std::vector<absl::string_view> pieces_;
+};
+
 // Same as DecodeDataResponse, from contiguous bytes (tests and fuzzing).
 absl::Status DecodeDataResponseBytes(absl::string_view bytes,
                                      absl::Span<char> values_into,
