@@ -413,6 +413,39 @@ bool ReplicaNode::PublishInSync() {
                                               " broken backup link(s))"));
   return true;
 }
+void ReplicaNode::ReadAcks(
+    const std::shared_ptr<Link>& link,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  FollowRequest ack;
+  while (stream->Read(&ack)) {
+    if (ack.status_code() != 0) {
+      if (ack.status_code() == static_cast<int>(absl::StatusCode::kAborted)) {
+        Fence(absl::StrCat("backup ", link->id, " refused the term: ",
+                           ack.status_message()));
+      }
+      break;
+    }
+    std::vector<std::shared_ptr<Op>> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      if (link->broken) break;
+      for (auto it = waiting_.upper_bound(link->acked);
+           it != waiting_.end() && it->first <= ack.applied_seq();) {
+        const uint64_t seq = it->first;
+        ++it;
+        ArriveLocked(seq, &finished);
+      }
+      link->acked = std::max(link->acked, ack.applied_seq());
+      if (!link->caught_up) {
+        link->caught_up = true;
+        in_sync_dirty_ = true;
+        wake_ = true;
+      }
+    }
+    for (auto& op : finished) op->done(std::move(op->response));
+  }
+}
+
 grpc::Status ReplicaNode::Follow(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
@@ -464,34 +497,7 @@ grpc::Status ReplicaNode::Follow(
   bool ok = stream->Write(first);
   // Acks, read on a thread of this call's own (joined below).
   std::thread reader([&] {
-    FollowRequest ack;
-    while (stream->Read(&ack)) {
-      if (ack.status_code() != 0) {
-        if (ack.status_code() == static_cast<int>(absl::StatusCode::kAborted)) {
-          Fence(absl::StrCat("backup ", link->id, " refused the term: ",
-                             ack.status_message()));
-        }
-        break;
-      }
-      std::vector<std::shared_ptr<Op>> finished;
-      {
-        absl::MutexLock lock(&mu_);
-        if (link->broken) break;
-        for (auto it = waiting_.upper_bound(link->acked);
-             it != waiting_.end() && it->first <= ack.applied_seq();) {
-          const uint64_t seq = it->first;
-          ++it;
-          ArriveLocked(seq, &finished);
-        }
-        link->acked = std::max(link->acked, ack.applied_seq());
-        if (!link->caught_up) {
-          link->caught_up = true;
-          in_sync_dirty_ = true;
-          wake_ = true;
-        }
-      }
-      for (auto& op : finished) op->done(std::move(op->response));
-    }
+    ReadAcks(link, stream);
     mark_broken();
   });
   while (ok) {

@@ -95,6 +95,9 @@ class ReplicaNode final : public Replication::Service {
   struct Op;    // a sequenced push waiting for its acks
   struct Link;  // one backup's stream (primary side)
 
+  // Primary side: applies a backup's acks until its stream ends.
+  void ReadAcks(const std::shared_ptr<Link>& link,
+                grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream);
   void ControlLoop();
   // Becomes primary for `term` if this replica is in the in_sync set.
   void TryActivate(int64_t term);
