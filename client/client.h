@@ -89,6 +89,12 @@ struct ClientOptions {
   // retries that for client.rpc_timeout_ms (the old job's workers leave, or
   // are evicted after heartbeat_timeout_ms), then fails naming that job.
   std::string job_id;
+  // Replicated shards (replication.factor > 1): the address of shard i's
+  // primary now, or "" when unknown (e.g. from etcd's election view:
+  // replication::PrimaryResolver). Data requests then follow the primary:
+  // on a primary's death or a "not primary" answer they are resent to the
+  // primary this names, with the same ids (exactly-once). Null: servers[i].
+  std::function<std::string(int shard)> primary_address;
 
   // Options for `worker_id` (or -1) from a parsed cluster config.
   static ClientOptions FromConfig(const ClusterConfig& config, int worker_id);

@@ -132,9 +132,17 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
   // that waits (client/completion_poller.h).
   auto poller = std::make_shared<CompletionPoller>();
   std::vector<std::unique_ptr<ServerConnection>> connections;
-  for (const std::string& address : options.servers) {
+  for (size_t shard = 0; shard < options.servers.size(); ++shard) {
     ServerConnection::Options conn;
-    conn.address = address;
+    conn.address = options.servers[shard];
+    if (options.primary_address) {
+      const std::string primary =
+          options.primary_address(static_cast<int>(shard));
+      if (!primary.empty()) conn.address = primary;
+      conn.resolve_address = [resolve = options.primary_address, shard] {
+        return resolve(static_cast<int>(shard));
+      };
+    }
     conn.client = options.client;
     conn.tls = options.tls;
     conn.auth_token = options.auth_token;

@@ -179,12 +179,14 @@ absl::StatusOr<std::unique_ptr<ServerConnection>> ServerConnection::Create(
   }
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(options.address, credentials, args);
-  return std::unique_ptr<ServerConnection>(
-      new ServerConnection(std::move(options), std::move(channel)));
+  return std::unique_ptr<ServerConnection>(new ServerConnection(
+      std::move(options), std::move(channel), std::move(credentials), args));
 }
 
-ServerConnection::ServerConnection(Options options,
-                                   std::shared_ptr<grpc::Channel> channel)
+ServerConnection::ServerConnection(
+    Options options, std::shared_ptr<grpc::Channel> channel,
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    grpc::ChannelArguments args)
     : options_(std::move(options)),
       channel_(std::move(channel)),
       stub_(proto::ParameterServer::NewStub(channel_)),
@@ -194,7 +196,13 @@ ServerConnection::ServerConnection(Options options,
                        : std::make_shared<std::atomic<uint64_t>>(1)),
       poller_(options_.poller != nullptr
                   ? options_.poller
-                  : std::make_shared<CompletionPoller>()) {
+                  : std::make_shared<CompletionPoller>()),
+      credentials_(std::move(credentials)),
+      channel_args_(std::move(args)) {
+  {
+    absl::MutexLock lock(&mu_);
+    data_address_ = options_.address;
+  }
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
 
@@ -331,7 +339,7 @@ void ServerConnection::OpenStream() {
     stream->context.AddMetadata("authorization",
                                 "Bearer " + options_.auth_token);
   }
-  stream->call = data_stub_->PrepareCall(
+  stream->call = DataStubForNewStream()->PrepareCall(
       &stream->context, "/ps.proto.ParameterServer/DataStream",
       poller_->queue());
   Stream* raw = stream.get();
@@ -352,6 +360,19 @@ void ServerConnection::OpenStream() {
   }
   finished.reset();
   if (first != nullptr) StartWrite(raw, std::move(first));
+}
+
+grpc::GenericStub* ServerConnection::DataStubForNewStream() {
+  if (!options_.resolve_address) return data_stub_.get();
+  const std::string address = options_.resolve_address();  // outside mu_
+  absl::MutexLock lock(&mu_);
+  if (!address.empty() && address != data_address_) {
+    data_address_ = address;
+    failover_stubs_.push_back(std::make_unique<grpc::GenericStub>(
+        grpc::CreateCustomChannel(address, credentials_, channel_args_)));
+  }
+  return failover_stubs_.empty() ? data_stub_.get()
+                                 : failover_stubs_.back().get();
 }
 
 std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(
@@ -394,7 +415,9 @@ void ServerConnection::OnResponse(Stream* stream,
   std::shared_ptr<Pending> entry;
   {
     absl::MutexLock lock(&mu_);
-    failed_attempts_ = 0;  // the server is answering again
+    // The server is answering again (a replica that is not primary does not
+    // count: see below).
+    if (!options_.resolve_address) failed_attempts_ = 0;
     auto it = pending_.find(*id);
     if (it == pending_.end()) return;  // e.g. a duplicate answer
     entry = std::move(it->second);
@@ -415,6 +438,17 @@ void ServerConnection::OnResponse(Stream* stream,
   }
   status = FromResponseStatus(response->status_code(),
                               response->status_message());
+  if (options_.resolve_address) {
+    absl::MutexLock lock(&mu_);
+    if (status.code() == absl::StatusCode::kUnavailable) {
+      // Not (or no longer) the primary: resent, unchanged, on a stream to
+      // the primary resolve_address names next.
+      pending_.emplace(*id, std::move(entry));
+      stream->context.TryCancel();
+      return;
+    }
+    failed_attempts_ = 0;
+  }
   if (status.ok() && !entry->values_into.empty() && !delivered) {
     status = absl::InternalError(absl::StrCat(
         "server ", options_.address, " returned ", response->values().size(),

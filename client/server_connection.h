@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -66,6 +67,14 @@ class ServerConnection {
     // The queue of the stream's events and who polls it, shared by every
     // connection of one client. Null: the connection makes its own.
     std::shared_ptr<CompletionPoller> poller;
+    // Replicated shards (server/replication/replica_node.h): the address of
+    // the shard's primary now ("" = unknown: keep the current one), asked
+    // before every new data stream. With it, a response UNAVAILABLE (a
+    // replica that is not, or no longer, primary) is not delivered: the
+    // request stays pending and the stream is reopened to the address this
+    // returns, resending every unanswered request unchanged (same ids).
+    // Control RPCs (stub()) keep using `address`.
+    std::function<std::string()> resolve_address;
   };
 
   // `status` is OK when `response` carries status_code 0; otherwise it is the
@@ -139,7 +148,12 @@ class ServerConnection {
   // The operation of a stream whose completion is being handled.
   enum class StreamEvent { kStart, kRead, kWrite, kFinish };
 
-  ServerConnection(Options options, std::shared_ptr<grpc::Channel> channel);
+  ServerConnection(Options options, std::shared_ptr<grpc::Channel> channel,
+                   std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   grpc::ChannelArguments args);
+  // The data stub of the next stream: the re-resolved primary's when
+  // options_.resolve_address is set, else data_stub_.
+  grpc::GenericStub* DataStubForNewStream();
 
   void ReconnectLoop();
   // Opens a new stream and queues every pending request on it.
@@ -168,6 +182,9 @@ class ServerConnection {
   const std::unique_ptr<grpc::GenericStub> data_stub_;
   const std::shared_ptr<std::atomic<uint64_t>> request_ids_;
   const std::shared_ptr<CompletionPoller> poller_;
+  // For channels to other replicas (resolve_address).
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const grpc::ChannelArguments channel_args_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;  // signalled on state_, shutting_down_, stream done
@@ -181,6 +198,11 @@ class ServerConnection {
   int64_t failed_attempts_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);
   int64_t streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
+  // resolve_address: where data streams go now, and every stub made for it
+  // (kept: a finished stream's call may still reference its channel).
+  std::string data_address_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<grpc::GenericStub>> failover_stubs_
+      ABSL_GUARDED_BY(mu_);
 
   std::thread reconnect_thread_;  // owned; joined by the destructor
 };

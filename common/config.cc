@@ -206,6 +206,64 @@ const SectionSpec<TlsConfig>& TlsSection() {
 }
 
 // ---------------------------------------------------------------------------
+// replication:
+
+absl::Status ReadEtcdEndpoints(const YamlReader& r, const YamlField& f,
+                               ReplicationConfig* config) {
+  ASSIGN_OR_RETURN(std::vector<YamlField> items,
+                   r.ReadList(f, kServersAllowed));
+  config->etcd_endpoints.clear();
+  for (const YamlField& item : items) {
+    std::string address;
+    RETURN_IF_ERROR(ReadServerAddress(r, item, &address));
+    config->etcd_endpoints.push_back(std::move(address));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReplication(const YamlReader& r, const YamlSection& s,
+                              const ReplicationConfig& replication) {
+  if (replication.factor > 1 && replication.etcd_endpoints.empty()) {
+    return r.Error(s.mark(), JoinKeyPath(s.path(), "etcd_endpoints"),
+                   "required when replication.factor > 1 (roles and terms "
+                   "live in etcd)",
+                   "list etcd's client endpoints, e.g. etcd_endpoints: "
+                   "[\"127.0.0.1:2379\"], or set factor: 1");
+  }
+  return absl::OkStatus();
+}
+
+const SectionSpec<ReplicationConfig>& ReplicationSection() {
+  using R = ReplicationConfig;
+  static const auto* spec = [] {
+    ConfigKey<R> endpoints;
+    endpoints.name = "etcd_endpoints";
+    endpoints.type = "list of strings";
+    endpoints.allowed = kServersAllowed;
+    endpoints.doc =
+        "etcd client endpoints (\"host:port\") holding roles, terms and "
+        "leases; required when factor > 1";
+    endpoints.read = &ReadEtcdEndpoints;
+    return new SectionSpec<R>{
+        "replicated shards: R ps_server processes per shard (the same "
+        "--index), one primary elected through etcd",
+        {IntKey<R>("factor", &R::factor, 1, 16, "an integer in [1, 16]",
+                   "replicas per shard (1 = no replication, no etcd)"),
+         std::move(endpoints),
+         IntKey<R>("lease_ttl_s", &R::lease_ttl_s, 1, 3600,
+                   "an integer in [1, 3600]",
+                   "etcd lease TTL of a primary; failover takes about "
+                   "ttl + 0.5 s"),
+         StringKey<R>("cluster_id", &R::cluster_id,
+                      "a string (\"\" = the config file's stem)",
+                      "etcd key prefix /ps/<cluster_id>/, so clusters can "
+                      "share one etcd")},
+        &CheckReplication};
+  }();
+  return *spec;
+}
+
+// ---------------------------------------------------------------------------
 // server:
 
 const SectionSpec<ServerOptions>& ServerSection() {
@@ -551,6 +609,7 @@ const SectionSpec<ClusterConfig>& TopLevel() {
          SubsectionKey("server", &ServerSection, &C::server),
          SubsectionKey("client", &ClientSection, &C::client),
          SubsectionKey("training", &TrainingSection, &C::training),
+         SubsectionKey("replication", &ReplicationSection, &C::replication),
          Required(std::move(tables), "a non-empty list of table mappings")},
         &CheckCrossSection};
   }();
@@ -638,6 +697,7 @@ std::vector<SectionDoc> ConfigReference() {
   docs.push_back(DocumentSection("server", ServerSection()));
   docs.push_back(DocumentSection("client", ClientSection()));
   docs.push_back(DocumentSection("training", TrainingSection()));
+  docs.push_back(DocumentSection("replication", ReplicationSection()));
   for (SectionDoc& d : TableReference()) docs.push_back(std::move(d));
   return docs;
 }

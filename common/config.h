@@ -57,6 +57,17 @@ struct TrainingConfig {
   DeviceKind device = DeviceKind::kAuto;
 };
 
+// Replicated shards (server/replication/DESIGN.md): each shard runs on
+// `factor` ps_server processes (started with the same --index) that elect a
+// primary through etcd; factor 1 needs no etcd and runs nothing of this.
+struct ReplicationConfig {
+  int factor = 1;                           // replicas per shard (R)
+  std::vector<std::string> etcd_endpoints;  // host:port; required when factor > 1
+  int64_t lease_ttl_s = 1;  // failover bound ~ ttl + 0.5 s
+  // etcd key prefix /ps/<cluster_id>/...; "" = the config file's stem.
+  std::string cluster_id;
+};
+
 struct ClusterConfig {
   std::string source_path;  // file the config was read from (for messages)
   std::vector<std::string> servers;  // host:port, shard i = servers[i]
@@ -66,6 +77,7 @@ struct ClusterConfig {
   ClientConfig client;
   TrainingConfig training;
   TlsConfig tls;
+  ReplicationConfig replication;
   std::string auth_token;  // "" = no bearer token required
   std::string log_level = "info";  // trace|debug|info|warn|error|critical|off
 

@@ -483,7 +483,7 @@ TEST(ConfigErrorTest, UnknownKeyIsNotIgnored) {
             "beta1, beta2, beta, l1, l2");
   EXPECT_EQ(ErrorOf("clster:\n  num_workers: 1\n"),
             "bad.yaml:1:1: clster: unknown key 'clster'; allowed: cluster, "
-            "log_level, auth_token, tls, server, client, training, tables");
+            "log_level, auth_token, tls, server, client, training, replication, tables");
 }
 
 TEST(ConfigErrorTest, DuplicateKey) {
@@ -782,7 +782,7 @@ TEST(ConfigErrorTest, EmptyOrNonMappingDocument) {
   EXPECT_EQ(ErrorOf("- a\n- b\n"),
             "bad.yaml:1:1: <root>: expected a mapping, got a list; allowed "
             "keys: cluster, log_level, auth_token, tls, server, client, "
-            "training, tables");
+            "training, replication, tables");
 }
 
 TEST(ConfigErrorTest, EmptyValuePointsAtItsKey) {
@@ -810,6 +810,41 @@ TEST(ConfigErrorTest, ErrorsInLaterTablesNameTheirIndex) {
                              "    initializer: {type: gaussian}\n")),
             "bad.yaml:10:25: tables[1].initializer.type: unknown initializer "
             "'gaussian'; allowed: zeros, constant, uniform, normal");
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+TEST(ConfigTest, ReplicationKeysParseToExactValues) {
+  const ClusterConfig config = ParseOk(OneTable("") +
+                                       "replication:\n"
+                                       "  factor: 2\n"
+                                       "  etcd_endpoints: [\"127.0.0.1:2379\", "
+                                       "\"etcd-1:2379\"]\n"
+                                       "  lease_ttl_s: 3\n"
+                                       "  cluster_id: prod\n");
+  EXPECT_EQ(config.replication.factor, 2);
+  EXPECT_EQ(config.replication.etcd_endpoints,
+            (std::vector<std::string>{"127.0.0.1:2379", "etcd-1:2379"}));
+  EXPECT_EQ(config.replication.lease_ttl_s, 3);
+  EXPECT_EQ(config.replication.cluster_id, "prod");
+  EXPECT_EQ(ParseOk(OneTable("")).replication.factor, 1);
+}
+
+TEST(ConfigTest, ReplicationWithoutEtcdIsAnErrorAtTheSection) {
+  EXPECT_EQ(ErrorOf(OneTable("") + "replication:\n  factor: 2\n"),
+            "bad.yaml:8:3: replication.etcd_endpoints: required when "
+            "replication.factor > 1 (roles and terms live in etcd); list "
+            "etcd's client endpoints, e.g. etcd_endpoints: "
+            "[\"127.0.0.1:2379\"], or set factor: 1");
+  EXPECT_EQ(ErrorOf(OneTable("") +
+                    "replication:\n  etcd_endpoints: [\"nohost\"]\n"),
+            "bad.yaml:8:20: replication.etcd_endpoints[0]: invalid server "
+            "address 'nohost' (no port); allowed: \"host:port\" with a DNS "
+            "name or IPv4 address (or [IPv6]) and a port in [1, 65535]");
 }
 
 }  // namespace

@@ -143,9 +143,14 @@ class DataStreamCall {
     // The view shares the ReceivedDataRequest's lifetime.
     std::shared_ptr<const DataRequestView> request(*received,
                                                    &(*received)->view());
-    server_->shard_->SubmitData(
-        std::move(request),
-        [this](proto::DataResponse r) { OnResponse(std::move(r)); });
+    Shard::DataDone done = [this](proto::DataResponse r) {
+      OnResponse(std::move(r));
+    };
+    if (server_->submit_hook_) {
+      server_->submit_hook_(std::move(request), std::move(done));
+    } else {
+      server_->shard_->SubmitData(std::move(request), std::move(done));
+    }
     // The read's own operation ends here (a new read, if any, counts anew).
     Step step;
     {

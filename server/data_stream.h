@@ -23,6 +23,9 @@
 #ifndef PS_SERVER_DATA_STREAM_H_
 #define PS_SERVER_DATA_STREAM_H_
 
+#include <functional>
+#include <memory>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
@@ -50,6 +53,13 @@ class DataStreamServer {
   DataStreamServer(const DataStreamServer&) = delete;
   DataStreamServer& operator=(const DataStreamServer&) = delete;
 
+  // Where decoded data requests go instead of Shard::SubmitData, with the
+  // same contract (replicated shards: replication::ReplicaNode::Submit).
+  // REQUIRES: set before Start().
+  using SubmitHook = std::function<void(std::shared_ptr<const DataRequestView>,
+                                        Shard::DataDone)>;
+  void set_submit_hook(SubmitHook hook) { submit_hook_ = std::move(hook); }
+
   // Starts accepting streams. Call once, after BuildAndStart.
   void Start() { RequestCall(); }
   // Every open stream finishes with UNAVAILABLE once its pending responses
@@ -72,6 +82,7 @@ class DataStreamServer {
   ParameterServerService* const service_;
   Shard* const shard_;
   ServerQueue* const queue_;
+  SubmitHook submit_hook_;  // set before Start(), constant afterwards
 
   absl::Mutex mu_;
   // Accepted streams whose gRPC side has not ended.

@@ -72,6 +72,16 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   process->queue_ = std::make_unique<ServerQueue>();
   process->data_streams_ = std::make_unique<DataStreamServer>(
       process->service_.get(), process->shard_.get(), process->queue_.get());
+  if (config.replication.factor > 1) {
+    process->replica_ =
+        std::make_unique<replication::ReplicaNode>(config, shard);
+    replication::ReplicaNode* replica = process->replica_.get();
+    process->data_streams_->set_submit_hook(
+        [replica](std::shared_ptr<const DataRequestView> request,
+                  Shard::DataDone done) {
+          replica->Submit(std::move(request), std::move(done));
+        });
+  }
   if (!config.server.checkpoint_dir.empty()) {
     // Restored before the port is bound, so nothing is served (and health
     // never says SERVING) from the initial values of a shard that has a
@@ -143,6 +153,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(service_.get());
   builder.RegisterService(health_.get());
+  if (replica_ != nullptr) builder.RegisterService(replica_.get());
   queue_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
@@ -152,6 +163,22 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
     metrics_->StopExporter();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen_address_));
+  }
+  if (replica_ != nullptr) {
+    // Backups and clients reach this replica at the listen address; a
+    // wildcard host is replaced by the host of the config's servers[i].
+    std::string host = listen_address_.substr(0, listen_address_.rfind(':'));
+    if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+      const std::string& configured = config_.servers[shard_index_];
+      host = configured.substr(0, configured.rfind(':'));
+    }
+    if (absl::Status s = replica_->Start(absl::StrCat(host, ":", port));
+        !s.ok()) {
+      server_->Shutdown();
+      queue_->Stop();
+      metrics_->StopExporter();
+      return s;
+    }
   }
   service_->ServeUnaryMethods(queue_.get());
   health_->Serve(queue_.get());
@@ -192,6 +219,8 @@ void ParameterServerProcess::Stop() {
     if (stopped_) return;
   }
   if (health_ != nullptr) health_->Shutdown();
+  // Resigns (the next replica is elected at once) and ends the streams.
+  if (replica_ != nullptr) replica_->Stop();
   // Parked waits (sync pulls, barriers) fail now, so in-flight calls can end.
   if (shard_ != nullptr) shard_->Stop();
   // Idle streams end now instead of at the shutdown deadline.

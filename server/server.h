@@ -30,6 +30,7 @@
 #include "server/executor.h"
 #include "server/health_service.h"
 #include "server/metrics.h"
+#include "server/replication/replica_node.h"
 #include "server/server_queue.h"
 #include "server/service.h"
 #include "server/shard.h"
@@ -107,6 +108,8 @@ class ParameterServerProcess {
   std::unique_ptr<HealthService> health_;
   std::unique_ptr<ServerQueue> queue_;
   std::unique_ptr<DataStreamServer> data_streams_;
+  // replication.factor > 1 only: this replica's role and replication stream.
+  std::unique_ptr<replication::ReplicaNode> replica_;
   std::unique_ptr<grpc::Server> server_;
 
   mutable absl::Mutex mu_;

@@ -1,0 +1,639 @@
+#include "server/replication/replica_node.h"
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "proto/ops.h"
+#include "server/checkpoint_format.h"
+#include "spdlog/spdlog.h"
+
+namespace ps::replication {
+namespace {
+
+// Entries one FollowMessage carries at most (bytes): larger queues are sent
+// in several messages, so one message stays far below gRPC's limit.
+constexpr size_t kMaxBatchBytes = 4 << 20;
+
+proto::DataResponse ErrorResponse(uint64_t request_id, absl::StatusCode code,
+                                  std::string message) {
+  proto::DataResponse response;
+  response.set_request_id(request_id);
+  response.set_status_code(static_cast<int32_t>(code));
+  response.set_status_message(std::move(message));
+  return response;
+}
+
+// The request as the primary applied it, for the backups (the view's
+// fields, values copied once from the received slices).
+std::string SerializeView(const DataRequestView& view) {
+  proto::DataRequest request;
+  request.set_request_id(view.request_id);
+  request.set_op(view.op);
+  request.set_table_id(view.table_id);
+  request.set_worker_id(view.worker_id);
+  request.set_clock(view.clock);
+  request.set_offset(view.offset);
+  request.set_length(view.length);
+  request.set_client_id(view.client_id);
+  request.set_first_chunk(view.first_chunk);
+  request.set_value_type(static_cast<proto::ValueType>(view.value_type));
+  request.set_keys(std::string(view.keys));
+  std::string* values = request.mutable_values();
+  values->resize(view.values.size());
+  if (!values->empty()) view.values.CopyTo(0, values->size(), values->data());
+  return request.SerializeAsString();
+}
+
+// A CheckpointSink into a string.
+class StringSink final : public CheckpointSink {
+ public:
+  explicit StringSink(std::string* out) : out_(out) {}
+  void Write(const char* data, size_t n) override { out_->append(data, n); }
+
+ private:
+  std::string* const out_;
+};
+
+
+}  // namespace
+
+struct ReplicaNode::Op {
+  Shard::DataDone done;
+  proto::DataResponse response;
+  int remaining = 0;  // the local apply + one ack per backup link
+};
+
+struct ReplicaNode::Link {
+  std::string id;
+  uint64_t snapshot_seq = 0;
+  uint64_t acked = 0;         // every entry <= acked is applied there
+  uint64_t last_enqueued = 0;  // the last entry that waits for this link
+  bool caught_up = false;     // acked the snapshot: goes into in_sync
+  bool broken = false;        // no more acks will come
+  std::deque<Entry> queue;    // sequenced, not yet written
+};
+
+ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard)
+    : config_(config), cluster_id_(ClusterIdOf(config)), shard_(shard) {}
+
+ReplicaNode::~ReplicaNode() { Stop(); }
+
+const char* ReplicaNode::RoleName(Role role) {
+  switch (role) {
+    case Role::kStarting:
+      return "starting";
+    case Role::kBackup:
+      return "backup";
+    case Role::kPrimary:
+      return "primary";
+    case Role::kFenced:
+      return "fenced";
+  }
+  return "unknown";
+}
+
+ReplicaNode::Role ReplicaNode::role() const {
+  absl::MutexLock lock(&mu_);
+  return role_;
+}
+
+absl::Status ReplicaNode::Start(const std::string& address) {
+  address_ = address;
+  EtcdClientOptions etcd;
+  etcd.endpoints = config_.replication.etcd_endpoints;
+  etcd.keepalive_time = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd);
+  if (!client.ok()) return client.status();
+  etcd_ = *std::move(client);
+  ElectorOptions election;
+  election.prefix = PrimaryElectionPrefix(cluster_id_, shard_->shard_index());
+  election.value = address_;
+  election.ttl_seconds = config_.replication.lease_ttl_s;
+  elector_ = std::make_unique<Elector>(etcd_.get(), election,
+                                       [this](const RoleState&) { Wake(); });
+  control_thread_ = std::thread([this] { ControlLoop(); });
+  spdlog::info("shard {}: replica {} campaigning under {} (etcd {})",
+               shard_->shard_index(), address_, election.prefix,
+               absl::StrJoin(etcd.endpoints, ","));
+  return absl::OkStatus();
+}
+
+void ReplicaNode::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (follow_context_ != nullptr) follow_context_->TryCancel();
+  }
+  if (elector_ != nullptr) (void)elector_->Resign();
+  if (control_thread_.joinable()) control_thread_.join();
+  if (follow_thread_.joinable()) follow_thread_.join();
+  std::vector<std::shared_ptr<Op>> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [seq, op] : waiting_) failed.push_back(op);
+    waiting_.clear();
+    for (auto& link : links_) link->broken = true;
+  }
+  for (auto& op : failed) {
+    op->done(ErrorResponse(op->response.request_id(),
+                           absl::StatusCode::kUnavailable,
+                           "replica shutting down"));
+  }
+}
+
+void ReplicaNode::Wake() {
+  absl::MutexLock lock(&mu_);
+  wake_ = true;
+}
+
+std::string ReplicaNode::NotPrimaryMessage() const {
+  const RoleState state = elector_->state();
+  std::string primary = "none elected";
+  if (state.leader.has_value()) {
+    primary = absl::StrCat(state.leader->value, ", term ",
+                           state.leader->create_revision);
+  }
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("shard ", shard_->shard_index(), ": replica ", address_,
+                      " is not primary (", RoleName(role_),
+                      fenced_reason_.empty() ? "" : ": ", fenced_reason_,
+                      "; primary: ", primary, ")");
+}
+
+void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
+                         Shard::DataDone done) {
+  const std::optional<int64_t> term = elector_->PrimaryTerm();
+  const uint64_t request_id = request->request_id;
+  auto refuse = [&] {
+    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable,
+                       NotPrimaryMessage()));
+  };
+  if (!IsPush(request->op)) {
+    // Pulls are no entries: the primary serves them from its state while
+    // its lease is valid (no other replica can have been elected).
+    bool primary;
+    {
+      absl::MutexLock lock(&mu_);
+      primary = role_ == Role::kPrimary && term == term_;
+    }
+    if (!primary) return refuse();
+    shard_->SubmitData(std::move(request), std::move(done));
+    return;
+  }
+  const std::string entry = SerializeView(*request);
+  auto op = std::make_shared<Op>();
+  op->response.set_request_id(request_id);
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ == Role::kPrimary && term == term_) {
+      op->done = std::move(done);
+      seq = ++last_seq_;
+      op->remaining = 1;
+      for (const std::shared_ptr<Link>& link : links_) {
+        if (link->broken) continue;
+        Entry e;
+        e.set_seq(seq);
+        e.set_data_request(entry);
+        link->queue.push_back(std::move(e));
+        link->last_enqueued = seq;
+        ++op->remaining;
+      }
+      waiting_.emplace(seq, op);
+      ++local_in_flight_;
+    }
+  }
+  if (seq == 0) return refuse();
+  shard_->SubmitData(std::move(request), [this, seq](proto::DataResponse r) {
+    std::vector<std::shared_ptr<Op>> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      --local_in_flight_;
+      auto it = waiting_.find(seq);
+      if (it == waiting_.end()) return;  // failed meanwhile (fenced, stop)
+      const uint64_t id = it->second->response.request_id();
+      it->second->response = std::move(r);
+      it->second->response.set_request_id(id);
+      ArriveLocked(seq, &finished);
+    }
+    for (auto& done : finished) done->done(std::move(done->response));
+  });
+}
+
+void ReplicaNode::ArriveLocked(uint64_t seq,
+                               std::vector<std::shared_ptr<Op>>* done) {
+  auto it = waiting_.find(seq);
+  if (it == waiting_.end()) return;
+  if (--it->second->remaining == 0) {
+    done->push_back(std::move(it->second));
+    waiting_.erase(it);
+  }
+}
+
+void ReplicaNode::Fence(const std::string& why) {
+  std::vector<std::shared_ptr<Op>> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ == Role::kFenced) return;
+    spdlog::error("shard {}: replica {} fenced ({} before): {}; it refuses "
+                  "every request until restarted",
+                  shard_->shard_index(), address_, RoleName(role_), why);
+    role_ = Role::kFenced;
+    fenced_reason_ = why;
+    for (auto& [seq, op] : waiting_) failed.push_back(op);
+    waiting_.clear();
+    for (auto& link : links_) link->broken = true;
+    if (follow_context_ != nullptr) follow_context_->TryCancel();
+  }
+  // The waiting pushes were never acknowledged; their clients resend them
+  // to the new primary (same ids: applied there at most once).
+  for (auto& op : failed) {
+    op->done(ErrorResponse(
+        op->response.request_id(), absl::StatusCode::kUnavailable,
+        absl::StrCat("shard ", shard_->shard_index(), ": replica ", address_,
+                     " lost the primary role: ", why)));
+  }
+  (void)elector_->Resign();
+}
+
+void ReplicaNode::ControlLoop() {
+  int64_t followed_term = 0;
+  while (true) {
+    Role role;
+    bool dirty;
+    bool follow_ended;
+    {
+      absl::MutexLock lock(&mu_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return wake_ || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&woken), absl::Milliseconds(20));
+      if (stopping_) return;
+      wake_ = false;
+      role = role_;
+      dirty = in_sync_dirty_;
+      follow_ended = follow_ended_;
+    }
+    const RoleState state = elector_->state();
+    if (state.leader.has_value()) fence_.Observe(state.leader->create_revision);
+    const std::optional<int64_t> term = elector_->PrimaryTerm();
+    switch (role) {
+      case Role::kStarting:
+      case Role::kBackup:
+        if (term.has_value()) {
+          TryActivate(*term);
+        } else if (role == Role::kStarting && state.leader.has_value() &&
+                   state.leader->value != address_ && !follow_thread_.joinable()) {
+          followed_term = state.leader->create_revision;
+          follow_thread_ = std::thread(
+              [this, primary = state.leader->value] { FollowLoop(primary); });
+        } else if (follow_ended && state.leader.has_value() &&
+                   state.leader->create_revision != followed_term &&
+                   state.leader->value != address_) {
+          Fence(absl::StrCat("the primary changed to ", state.leader->value,
+                             " (term ", state.leader->create_revision,
+                             ") after the stream from the one this replica "
+                             "followed ended"));
+        }
+        break;
+      case Role::kPrimary: {
+        int64_t mine;
+        {
+          absl::MutexLock lock(&mu_);
+          mine = term_;
+        }
+        if (term != mine) {
+          Fence(absl::StrCat("no longer primary of term ", mine, ": ",
+                             state.reason));
+        } else if (dirty) {
+          PublishInSync();
+        }
+        break;
+      }
+      case Role::kFenced:
+        break;
+    }
+  }
+}
+
+void ReplicaNode::TryActivate(int64_t term) {
+  // The stream from the old primary ends first: nothing more is applied
+  // from a term older than ours.
+  fence_.Observe(term);
+  {
+    absl::MutexLock lock(&mu_);
+    if (follow_context_ != nullptr) follow_context_->TryCancel();
+  }
+  if (follow_thread_.joinable()) follow_thread_.join();
+  etcdserverpb::RangeRequest range;
+  range.set_key(InSyncKey(cluster_id_, shard_->shard_index()));
+  absl::StatusOr<etcdserverpb::RangeResponse> in_sync = etcd_->Range(range);
+  if (!in_sync.ok()) return;  // etcd unreachable: try again on the next wake
+  if (in_sync->kvs_size() > 0) {
+    const std::vector<std::string> ids =
+        absl::StrSplit(in_sync->kvs(0).value(), ',');
+    if (std::find(ids.begin(), ids.end(), address_) == ids.end()) {
+      Fence(absl::StrCat("elected for term ", term,
+                         " but not in the shard's in_sync set [",
+                         in_sync->kvs(0).value(),
+                         "]: its state may lack acknowledged pushes"));
+      return;
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ == Role::kFenced) return;
+    role_ = Role::kPrimary;
+    term_ = term;
+  }
+  if (PublishInSync()) {
+    spdlog::info("shard {}: replica {} is primary, term {}",
+                 shard_->shard_index(), address_, term);
+  }
+}
+
+bool ReplicaNode::PublishInSync() {
+  std::vector<std::string> ids = {address_};
+  std::vector<std::shared_ptr<Link>> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    in_sync_dirty_ = false;
+    for (const std::shared_ptr<Link>& link : links_) {
+      if (link->broken) {
+        dropped.push_back(link);
+      } else if (link->caught_up) {
+        ids.push_back(link->id);
+      }
+    }
+  }
+  const std::string value = absl::StrJoin(ids, ",");
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(InSyncKey(cluster_id_, shard_->shard_index()));
+  put->set_value(value);
+  absl::StatusOr<etcdserverpb::TxnResponse> result =
+      elector_->GuardedTxn(std::move(txn));
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kFailedPrecondition) {
+      Fence(absl::StrCat("cannot update in_sync: ", result.status().message()));
+    } else {
+      Wake();  // etcd unreachable: pushes keep waiting, retried
+      absl::MutexLock lock(&mu_);
+      in_sync_dirty_ = true;
+    }
+    return false;
+  }
+  // Only now may the dropped backups stop being waited for: etcd says they
+  // cannot become primary.
+  std::vector<std::shared_ptr<Op>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::shared_ptr<Link>& link : dropped) {
+      for (auto it = waiting_.upper_bound(link->acked);
+           it != waiting_.end() && it->first <= link->last_enqueued;) {
+        const uint64_t seq = it->first;
+        ++it;
+        ArriveLocked(seq, &finished);
+      }
+      links_.erase(std::remove(links_.begin(), links_.end(), link),
+                   links_.end());
+    }
+  }
+  for (auto& op : finished) op->done(std::move(op->response));
+  spdlog::info("shard {}: in_sync = [{}]{}", shard_->shard_index(), value,
+               dropped.empty() ? ""
+                               : absl::StrCat(" (dropped ", dropped.size(),
+                                              " broken backup link(s))"));
+  return true;
+}
+void ReplicaNode::ReadAcks(
+    const std::shared_ptr<Link>& link,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  FollowRequest ack;
+  while (stream->Read(&ack)) {
+    if (ack.status_code() != 0) {
+      if (ack.status_code() == static_cast<int>(absl::StatusCode::kAborted)) {
+        Fence(absl::StrCat("backup ", link->id, " refused the term: ",
+                           ack.status_message()));
+      }
+      break;
+    }
+    std::vector<std::shared_ptr<Op>> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      if (link->broken) break;
+      for (auto it = waiting_.upper_bound(link->acked);
+           it != waiting_.end() && it->first <= ack.applied_seq();) {
+        const uint64_t seq = it->first;
+        ++it;
+        ArriveLocked(seq, &finished);
+      }
+      link->acked = std::max(link->acked, ack.applied_seq());
+      if (!link->caught_up) {
+        link->caught_up = true;
+        in_sync_dirty_ = true;
+        wake_ = true;
+      }
+    }
+    for (auto& op : finished) op->done(std::move(op->response));
+  }
+}
+
+grpc::Status ReplicaNode::Follow(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  FollowRequest hello;
+  if (!stream->Read(&hello)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+  }
+  auto link = std::make_shared<Link>();
+  link->id = hello.replica_id();
+  FollowMessage first;
+  absl::StatusOr<ShardState> state;
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ != Role::kPrimary || stopping_) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("replica ", address_, " is ",
+                                       RoleName(role_), ", not primary"));
+    }
+    // The snapshot holds exactly the entries <= last_seq_: new pushes wait
+    // for the sequencer (mu_), earlier ones have finished applying locally.
+    auto applied = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return local_in_flight_ == 0;
+    };
+    mu_.Await(absl::Condition(&applied));
+    link->snapshot_seq = link->acked = link->last_enqueued = last_seq_;
+    first.set_term(term_);
+    first.set_snapshot_seq(last_seq_);
+    state = shard_->Snapshot(absl::ZeroDuration());
+    if (state.ok()) links_.push_back(link);
+  }
+  if (!state.ok()) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        absl::StrCat("snapshot: ", state.status().message()));
+  }
+  StringSink sink(first.mutable_snapshot());
+  EncodeCheckpoint(*state, first.snapshot_seq(),
+                   absl::ToUnixMillis(absl::Now()), &sink);
+  spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes)",
+               shard_->shard_index(), link->id, first.snapshot_seq(),
+               first.snapshot().size());
+  auto mark_broken = [this, link] {
+    absl::MutexLock lock(&mu_);
+    if (!link->broken) {
+      link->broken = true;
+      in_sync_dirty_ = true;
+      wake_ = true;
+    }
+  };
+  bool ok = stream->Write(first);
+  // Acks, read on a thread of this call's own (joined below).
+  std::thread reader([&] {
+    ReadAcks(link, stream);
+    mark_broken();
+  });
+  while (ok) {
+    FollowMessage batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !link->queue.empty() || link->broken || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (link->broken || stopping_) break;
+      batch.set_term(term_);
+      size_t bytes = 0;
+      while (!link->queue.empty() && bytes < kMaxBatchBytes) {
+        bytes += link->queue.front().data_request().size();
+        *batch.add_entries() = std::move(link->queue.front());
+        link->queue.pop_front();
+      }
+    }
+    ok = stream->Write(batch);
+  }
+  mark_broken();
+  context->TryCancel();  // ends the reader's Read
+  reader.join();
+  return grpc::Status::OK;
+}
+
+void ReplicaNode::FollowLoop(std::string primary_address) {
+  absl::Status status = FollowOnce(primary_address);
+  spdlog::warn("shard {}: replica {}: stream from primary {} ended: {}",
+               shard_->shard_index(), address_, primary_address,
+               status.ToString());
+  absl::MutexLock lock(&mu_);
+  follow_ended_ = true;
+  wake_ = true;
+}
+
+absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
+  std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
+      grpc::CreateChannel(primary_address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || role_ == Role::kFenced) return absl::CancelledError("");
+    follow_context_ = &context;
+  }
+  absl::Status status = ApplyStream(&context, stub.get());
+  absl::MutexLock lock(&mu_);
+  follow_context_ = nullptr;
+  return status;
+}
+
+absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
+                                      Replication::Stub* stub) {
+  auto stream = stub->Follow(context);
+  FollowRequest hello;
+  hello.set_replica_id(address_);
+  if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
+  FollowMessage message;
+  bool restored = false;
+  while (stream->Read(&message)) {
+    if (absl::Status s = fence_.AdmitFromPrimary(message.term()); !s.ok()) {
+      FollowRequest refuse;
+      refuse.set_status_code(static_cast<int>(s.code()));
+      refuse.set_status_message(std::string(s.message()));
+      stream->Write(refuse);
+      context->TryCancel();
+      return s;
+    }
+    if (!restored) {
+      RETURN_IF_ERROR(RestoreSnapshot(message));
+      restored = true;
+    }
+    absl::StatusOr<uint64_t> applied = ApplyEntries(message);
+    if (!applied.ok()) {
+      context->TryCancel();
+      return applied.status();
+    }
+    FollowRequest ack;
+    ack.set_applied_seq(*applied);
+    if (!stream->Write(ack)) break;
+  }
+  const grpc::Status end = stream->Finish();
+  return absl::Status(static_cast<absl::StatusCode>(end.error_code()),
+                      end.error_message());
+}
+
+absl::Status ReplicaNode::RestoreSnapshot(const FollowMessage& message) {
+  absl::StatusOr<ShardState> state = DecodeCheckpoint(message.snapshot());
+  if (!state.ok()) return state.status();
+  RETURN_IF_ERROR(shard_->Restore(*state));
+  absl::MutexLock lock(&mu_);
+  applied_seq_ = message.snapshot_seq();
+  if (role_ == Role::kStarting) role_ = Role::kBackup;
+  spdlog::info("shard {}: replica {} restored the primary's snapshot at seq "
+               "{} (term {}); following",
+               shard_->shard_index(), address_, applied_seq_, message.term());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
+    const FollowMessage& message) {
+  uint64_t applied;
+  {
+    absl::MutexLock lock(&mu_);
+    applied = applied_seq_;
+  }
+  for (const Entry& entry : message.entries()) {
+    if (entry.seq() != applied + 1) {
+      return absl::DataLossError(absl::StrCat("entry ", entry.seq(), " after ",
+                                              applied, " (a gap)"));
+    }
+    auto request = std::make_shared<proto::DataRequest>();
+    if (!request->ParseFromString(entry.data_request())) {
+      return absl::DataLossError(
+          absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      ++applying_;
+    }
+    // Same code path as on the primary (dedup window included).
+    shard_->SubmitData(std::shared_ptr<const proto::DataRequest>(request),
+                       [this](proto::DataResponse) {
+                         absl::MutexLock lock(&mu_);
+                         --applying_;
+                       });
+    applied = entry.seq();
+  }
+  absl::MutexLock lock(&mu_);
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return applying_ == 0;
+  };
+  mu_.Await(absl::Condition(&drained));
+  applied_seq_ = applied;
+  return applied;
+}
+
+}  // namespace ps::replication

@@ -1,0 +1,159 @@
+// One replica of a replicated shard (replication.factor > 1): elects the
+// shard's primary through etcd (Elector), and runs primary-backup
+// replication of the shard's ordered push stream (replication.proto).
+// server/replication/DESIGN.md is the design; this is its first slice:
+// pushes (and PUSH_PULLs) of any table, R replicas, state transfer for a
+// joining backup. Membership RPCs (register / heartbeat / clock / barrier)
+// are NOT replicated yet, so sync / ssp tables are not safe to replicate.
+//
+// Roles of this process for its shard:
+//   starting   etcd not answered yet / waiting for a leader
+//   backup     following the primary: snapshot restored, entries applied in
+//              sequence order, acknowledged (and then in etcd's in_sync set)
+//   primary    elected (Elector::PrimaryTerm) AND listed in the shard's
+//              in_sync key (a replica that never caught up resigns instead,
+//              so an acknowledged push can never be lost by a failover)
+//   fenced     was primary or backup and lost that role (deposed, stream to
+//              the primary broken and someone else elected): refuses every
+//              request; rejoining needs a restart (a fresh process follows
+//              with a new snapshot: Shard::Restore wants an unused shard).
+//
+// Data path (Submit, the DataStream hook): on the primary a push is
+// sequenced (seq), applied locally and forwarded (same request, the
+// primary's term) to every backup; the client gets the local response once
+// the local apply AND every backup's ack for that seq are in. A backup whose
+// stream breaks is first removed from etcd's in_sync set with a Txn guarded
+// by the primary's term (Elector::GuardedTxn), and only then stops being
+// waited for; if that Txn fails the primary was deposed and fences itself,
+// failing the waiting pushes with UNAVAILABLE (clients resend them to the
+// new primary with the same ids; every replica's dedup window recorded
+// them). On a non-primary every data request is answered UNAVAILABLE
+// "shard <i>: replica <id> is not primary (primary: <addr>, term <t>)".
+//
+// Ordering: Submit must be called from one thread at a time in arrival order
+// (the server's single completion-queue thread, server/server_queue.h): a
+// push's seq order is then its local apply order for requests applied
+// inline; larger requests run on the shard's executor and may apply out of
+// order on any replica (they commute only for async SGD-like updates).
+//
+// Thread safety: thread-safe. Owns a control thread (role changes, etcd
+// writes) and a follow thread (backup side); the Follow service runs on
+// gRPC's sync threads. Stop() joins everything.
+#ifndef PS_SERVER_REPLICATION_REPLICA_NODE_H_
+#define PS_SERVER_REPLICATION_REPLICA_NODE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/config.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/data_request_view.h"
+#include "server/replication/elector.h"
+#include "server/replication/etcd_client.h"
+#include "server/replication/keys.h"
+#include "server/replication/replication.grpc.pb.h"
+#include "server/replication/term_fence.h"
+#include "server/shard.h"
+
+namespace ps::replication {
+
+class ReplicaNode final : public Replication::Service {
+ public:
+  enum class Role { kStarting, kBackup, kPrimary, kFenced };
+
+  // `shard` outlives the node. Nothing runs before Start().
+  ReplicaNode(const ClusterConfig& config, Shard* shard);
+  ~ReplicaNode() override;  // Stop()
+
+  // Connects to etcd and campaigns with `address` (how clients and backups
+  // reach this process: host:port). INVALID_ARGUMENT for bad endpoints.
+  absl::Status Start(const std::string& address);
+  // Resigns, ends the streams, fails waiting pushes with UNAVAILABLE,
+  // joins the threads. Idempotent.
+  void Stop();
+
+  // The DataStream hook (see the file comment).
+  void Submit(std::shared_ptr<const DataRequestView> request,
+              Shard::DataDone done);
+
+  Role role() const;
+  static const char* RoleName(Role role);
+
+  // Replication::Service: a backup follows this primary.
+  grpc::Status Follow(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) override;
+
+ private:
+  struct Op;    // a sequenced push waiting for its acks
+  struct Link;  // one backup's stream (primary side)
+
+  // Primary side: applies a backup's acks until its stream ends.
+  void ReadAcks(const std::shared_ptr<Link>& link,
+                grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream);
+  void ControlLoop();
+  // Becomes primary for `term` if this replica is in the in_sync set.
+  void TryActivate(int64_t term);
+  // Rewrites in_sync as {self} + the links that caught up; false (and
+  // fenced) when the guarded Txn fails.
+  bool PublishInSync() ABSL_LOCKS_EXCLUDED(mu_);
+  void FollowLoop(std::string primary_address);
+  absl::Status FollowOnce(const std::string& primary_address);
+  // The backup's side of one Follow stream: snapshot, then entries, acks.
+  absl::Status ApplyStream(grpc::ClientContext* context,
+                           Replication::Stub* stub);
+  absl::Status RestoreSnapshot(const FollowMessage& message);
+  // Applies the message's entries in order and waits until all are applied;
+  // returns the last seq applied.
+  absl::StatusOr<uint64_t> ApplyEntries(const FollowMessage& message);
+  void Fence(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // One fewer ack awaited for `seq`; completes the op when none are left.
+  void ArriveLocked(uint64_t seq, std::vector<std::shared_ptr<Op>>* done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NotPrimaryMessage() const;
+  void Wake();
+
+  // Constant after construction.
+  const ClusterConfig config_;
+  const std::string cluster_id_;
+  Shard* const shard_;
+
+  // Set by Start(), constant afterwards.
+  std::string address_;
+  std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<Elector> elector_;
+
+  TermFence fence_;
+
+  mutable absl::Mutex mu_;
+  Role role_ ABSL_GUARDED_BY(mu_) = Role::kStarting;
+  int64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // as primary
+  std::string fenced_reason_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  // Primary: the sequencer and what waits on acks.
+  uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t local_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::shared_ptr<Op>> waiting_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Link>> links_ ABSL_GUARDED_BY(mu_);
+  bool in_sync_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  // Backup: the follow thread was started (a replica follows once).
+  bool follow_ended_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* follow_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t applying_ ABSL_GUARDED_BY(mu_) = 0;  // entries submitted, not done
+
+  std::thread control_thread_;
+  std::thread follow_thread_;
+};
+
+}  // namespace ps::replication
+
+#endif  // PS_SERVER_REPLICATION_REPLICA_NODE_H_

@@ -1,0 +1,341 @@
+// Replicated shards end to end (replication.factor 2): real ps_server
+// processes, a real etcd (LocalEtcd), the real client SDK following the
+// primary through etcd (PrimaryResolver).
+//
+// Workload: async counting. Every push is a gradient of 1 on every element of
+// a dense table with SGD(lr = 1), so each applied push lowers every element by
+// exactly 1 (floats represent these integers exactly): the final values say
+// precisely how many pushes were applied, so a lost push or one applied twice
+// is an exact mismatch. Every push must also succeed (the client resends
+// unacknowledged pushes to the new primary with the same ids).
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "common/config.h"
+#include "gtest/gtest.h"
+#include "server/replication/etcd_client.h"
+#include "server/replication/keys.h"
+#include "server/replication/local_etcd.h"
+#include "server/replication/primary_resolver.h"
+#include "tests/cluster_harness.h"
+#include "tests/replication/child_process.h"
+
+namespace ps::testing {
+namespace {
+
+constexpr int kSize = 256;  // dense table elements
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+// One etcd, one config, and the replicas of shard 0 as ps_server processes.
+class ReplicatedShard {
+ public:
+  absl::Status Start(const std::string& name) {
+    name_ = name;
+    replication::LocalEtcdOptions etcd_options;
+    absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
+        replication::LocalEtcd::Start(etcd_options);
+    if (!etcd.ok()) return etcd.status();
+    etcd_ = *std::move(etcd);
+    config_path_ = absl::StrCat(TempDir(), "/", name, ".yaml");
+    std::ofstream(config_path_) << absl::StrCat(R"(
+cluster: {servers: ["127.0.0.1:1"], num_workers: 1}
+replication:
+  factor: 2
+  etcd_endpoints: [")", etcd_->endpoint(), R"("]
+  lease_ttl_s: 1
+  cluster_id: )", name, R"(
+client:
+  reconnect_initial_backoff_ms: 20
+  reconnect_max_backoff_ms: 200
+  max_reconnect_attempts: 200
+  keepalive_ms: 1000
+  keepalive_timeout_ms: 1000
+tables:
+  - name: dense
+    kind: dense
+    size: 256
+    consistency: async
+    optimizer: {type: sgd, learning_rate: 1.0}
+)");
+    absl::StatusOr<ClusterConfig> config = LoadClusterConfig(config_path_);
+    if (!config.ok()) return config.status();
+    config_ = *config;
+    absl::StatusOr<std::unique_ptr<replication::PrimaryResolver>> resolver =
+        replication::PrimaryResolver::Create(config_);
+    if (!resolver.ok()) return resolver.status();
+    resolver_ = *std::move(resolver);
+    replication::EtcdClientOptions client_options;
+    client_options.endpoints = {etcd_->endpoint()};
+    absl::StatusOr<std::unique_ptr<replication::EtcdClient>> client =
+        replication::EtcdClient::Create(client_options);
+    if (!client.ok()) return client.status();
+    etcd_client_ = *std::move(client);
+    return absl::OkStatus();
+  }
+
+  // Starts a replica; returns its index here (its address: address(i)).
+  absl::StatusOr<int> AddReplica() {
+    const int i = static_cast<int>(replicas_.size());
+    const std::string port_file =
+        absl::StrCat(TempDir(), "/", name_, "_replica", i, ".port");
+    std::remove(port_file.c_str());
+    logs_.push_back(absl::StrCat(TempDir(), "/", name_, "_replica", i, ".log"));
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
+        {RunfilePath("server/ps_server"), "--config", config_path_, "--index",
+         "0", "--listen", "127.0.0.1:0", "--port_file", port_file},
+        logs_.back());
+    if (!child.ok()) return child.status();
+    replicas_.push_back(*std::move(child));
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    int port = 0;
+    while (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(port_file)),
+                             &port) ||
+           port == 0) {
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("replica ", i, " wrote no port: ", Log(i)));
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    addresses_.push_back(absl::StrCat("127.0.0.1:", port));
+    return i;
+  }
+
+  // The in_sync set in etcd.
+  std::vector<std::string> InSync() const {
+    etcdserverpb::RangeRequest range;
+    range.set_key(replication::InSyncKey(name_, 0));
+    absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_client_->Range(range);
+    if (!r.ok() || r->kvs_size() == 0) return {};
+    return absl::StrSplit(r->kvs(0).value(), ',');
+  }
+
+  // Waits until the primary is `primary` and in_sync holds exactly `ids`.
+  absl::Status WaitFor(const std::string& primary,
+                       std::vector<std::string> ids, absl::Duration timeout) {
+    std::sort(ids.begin(), ids.end());
+    const absl::Time deadline = absl::Now() + timeout;
+    while (true) {
+      std::vector<std::string> in_sync = InSync();
+      std::sort(in_sync.begin(), in_sync.end());
+      if (resolver_->Address(0) == primary && in_sync == ids) {
+        return absl::OkStatus();
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "primary ", resolver_->Address(0), " (want ", primary,
+            "), in_sync [", absl::StrJoin(in_sync, ","), "] (want [",
+            absl::StrJoin(ids, ","), "])"));
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<Client>> Connect() const {
+    ClientOptions options = ClientOptions::FromConfig(config_, -1);
+    options.primary_address = resolver_->AsFunction();
+    return Client::Connect(options);
+  }
+
+  const std::string& address(int i) const { return addresses_[i]; }
+  ChildProcess* replica(int i) { return replicas_[i].get(); }
+  std::string Log(int i) const { return ReadFile(logs_[i]); }
+  const replication::PrimaryResolver& resolver() const { return *resolver_; }
+  const ClusterConfig& config() const { return config_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<replication::LocalEtcd> etcd_;
+  std::string config_path_;
+  ClusterConfig config_;
+  std::unique_ptr<replication::PrimaryResolver> resolver_;
+  std::unique_ptr<replication::EtcdClient> etcd_client_;
+  std::vector<std::unique_ptr<ChildProcess>> replicas_;
+  std::vector<std::string> addresses_;
+  std::vector<std::string> logs_;
+};
+
+// Pushes +1 `count` times with up to 32 in flight; runs `at_half` once half
+// were sent. Returns the first failure, and the longest gap between two
+// consecutive completions in *longest_pause.
+absl::Status CountingPushes(Client* client, int count,
+                            const std::function<void()>& at_half,
+                            absl::Duration* longest_pause) {
+  const std::vector<float> grad(kSize, 1.0f);
+  std::vector<Future> in_flight;
+  absl::Time last = absl::Now();
+  *longest_pause = absl::ZeroDuration();
+  auto drain = [&](size_t keep) -> absl::Status {
+    while (in_flight.size() > keep) {
+      absl::Status s = in_flight.front().Wait();
+      if (!s.ok()) return s;
+      in_flight.erase(in_flight.begin());
+      const absl::Time now = absl::Now();
+      *longest_pause = std::max(*longest_pause, now - last);
+      last = now;
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < count; ++i) {
+    if (i == count / 2 && at_half) at_half();
+    in_flight.push_back(client->PushDense(0, 0, grad));
+    if (absl::Status s = drain(31); !s.ok()) return s;
+  }
+  return drain(0);
+}
+
+absl::StatusOr<std::vector<float>> Pull(Client* client) {
+  std::vector<float> values(kSize, 12345.0f);
+  absl::Status s = client->PullDense(0, 0, absl::MakeSpan(values)).Wait();
+  if (!s.ok()) return s;
+  return values;
+}
+
+// Every element equals `expected` (prints the first that does not).
+void ExpectAll(const std::vector<float>& values, float expected) {
+  for (int i = 0; i < kSize; ++i) {
+    ASSERT_EQ(values[i], expected) << "element " << i;
+  }
+}
+
+TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) {
+  ReplicatedShard shard;
+  ASSERT_TRUE(shard.Start("kill").ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::Status synced = shard.WaitFor(
+      shard.address(*a), {shard.address(*a), shard.address(*b)},
+      absl::Seconds(10));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*b);
+
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const float start = (*initial)[0];
+  ExpectAll(*initial, start);
+
+  // 1. SIGKILL of the primary in the middle of 2000 pushes.
+  absl::Time killed;
+  absl::Duration pause;
+  absl::Status pushed = CountingPushes(
+      client->get(), 2000,
+      [&] {
+        killed = absl::Now();
+        ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+      },
+      &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(*b);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(*b));
+  std::printf("failover: longest pause between push completions %s\n",
+              absl::FormatDuration(pause).c_str());
+  absl::StatusOr<std::vector<float>> after_kill = Pull(client->get());
+  ASSERT_TRUE(after_kill.ok()) << after_kill.status();
+  ExpectAll(*after_kill, start - 2000);
+
+  // 2. A new replica joins: state transfer, then the stream; in_sync again.
+  absl::StatusOr<int> c = shard.AddReplica();
+  ASSERT_TRUE(c.ok()) << c.status();
+  synced = shard.WaitFor(shard.address(*b),
+                         {shard.address(*b), shard.address(*c)},
+                         absl::Seconds(10));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*c);
+  // 3. It has every push: kill B under load, C takes over with exact sums.
+  pushed = CountingPushes(
+      client->get(), 1000,
+      [&] { ASSERT_TRUE(shard.replica(*b)->Signal(SIGKILL).ok()); }, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nnew replica log:\n" << shard.Log(*c);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
+  absl::StatusOr<std::vector<float>> final_values = Pull(client->get());
+  ASSERT_TRUE(final_values.ok()) << final_values.status();
+  ExpectAll(*final_values, start - 3000);
+}
+
+TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
+  ReplicatedShard shard;
+  ASSERT_TRUE(shard.Start("stale").ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
+                            {shard.address(*a), shard.address(*b)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const float start = (*initial)[0];
+
+  // SIGSTOP the primary for 3 s (lease TTL 1 s), with pushes in flight.
+  std::thread pauser;
+  absl::Duration pause;
+  absl::Status pushed = CountingPushes(
+      client->get(), 1000,
+      [&] {
+        ASSERT_TRUE(shard.replica(*a)->Signal(SIGSTOP).ok());
+        pauser = std::thread([&] {
+          absl::SleepFor(absl::Seconds(3));
+          (void)shard.replica(*a)->Signal(SIGCONT);
+        });
+      },
+      &pause);
+  pauser.join();
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(*b);
+  // B leads with a higher term; A, resumed, must have fenced itself.
+  ASSERT_TRUE(shard.WaitFor(shard.address(*b), {shard.address(*b)},
+                            absl::Seconds(10)).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (shard.Log(*a).find("fenced") == std::string::npos &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_NE(shard.Log(*a).find("fenced"), std::string::npos) << shard.Log(*a);
+  // A client still talking straight to A (no resolver) is refused.
+  ClientOptions direct = ClientOptions::FromConfig(shard.config(), -1);
+  direct.servers = {shard.address(*a)};
+  absl::StatusOr<std::unique_ptr<Client>> stale = Client::Connect(direct);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  const std::vector<float> grad(kSize, 1.0f);
+  absl::Status refused = (*stale)->PushDense(0, 0, grad).Wait();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_NE(refused.message().find("not primary"), std::string::npos)
+      << refused;
+  // Nothing diverged and nothing was lost or applied twice.
+  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 1000);
+}
+
+}  // namespace
+}  // namespace ps::testing
