@@ -250,8 +250,12 @@ void Checkpointer::Loop() {
     }
     const absl::Time now = absl::Now();
     if (now < next_periodic) continue;
-    if (const std::vector<uint32_t> absent = ShardsNeverStarted(
-            options_.root, shard_->num_shards());
+    // Per-shard mode (--allow_inconsistent_restore) coordinates nothing: the
+    // shards may not even see each other's directories (per-pod volumes).
+    if (const std::vector<uint32_t> absent =
+            options_.allow_inconsistent_restore
+                ? std::vector<uint32_t>()
+                : ShardsNeverStarted(options_.root, shard_->num_shards());
         !absent.empty()) {
       next_periodic = NextBoundary(now, options_.interval);
       spdlog::info("shard {}: periodic checkpoint skipped: shard(s) {} have "

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proto/membership_error.h"
+#include "server/bearer_auth.h"
 #include "server/unary_call.h"
 
 namespace ps {
@@ -19,28 +20,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 ParameterServerService::ParameterServerService(Shard* shard,
                                                std::string auth_token)
     : shard_(shard),
-      expected_authorization_(auth_token.empty() ? ""
-                                                 : "Bearer " + auth_token) {}
+      expected_authorization_(ExpectedAuthorization(auth_token)) {}
 
 absl::Status ParameterServerService::CheckAuth(
     const grpc::ServerContextBase& context) const {
-  if (expected_authorization_.empty()) return absl::OkStatus();
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    return absl::UnauthenticatedError("missing authorization metadata");
-  }
-  const std::string given(it->second.data(), it->second.size());
-  // Compare without an early exit so timing does not reveal the prefix.
-  bool equal = given.size() == expected_authorization_.size();
-  unsigned char diff = 0;
-  for (size_t i = 0; equal && i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected_authorization_[i]);
-  }
-  if (!equal || diff != 0) {
-    return absl::UnauthenticatedError("invalid bearer token");
-  }
-  return absl::OkStatus();
+  return CheckBearer(context, expected_authorization_);
 }
 
 template <typename Request, typename Response, typename RequestMethod>

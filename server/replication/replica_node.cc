@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "proto/ops.h"
+#include "server/bearer_auth.h"
 #include "server/checkpoint_format.h"
 #include "spdlog/spdlog.h"
 
@@ -104,6 +105,14 @@ ReplicaNode::Role ReplicaNode::role() const {
 }
 
 absl::Status ReplicaNode::Start(const std::string& address) {
+  if (config_.tls.enabled) {
+    // Follow streams between replicas are plaintext (FollowOnce); a TLS
+    // server would refuse them, so the shard could never get a backup.
+    return absl::FailedPreconditionError(
+        "replication.factor > 1 with tls.enabled is not supported yet (the "
+        "replicas' Follow streams are plaintext); fix: set tls.enabled: false "
+        "on a trusted network, or replication.factor: 1");
+  }
   address_ = address;
   EtcdClientOptions etcd;
   etcd.endpoints = config_.replication.etcd_endpoints;
@@ -449,6 +458,14 @@ void ReplicaNode::ReadAcks(
 grpc::Status ReplicaNode::Follow(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  // A follower receives the whole shard: the cluster's bearer token is
+  // required as on every other RPC.
+  if (absl::Status auth = CheckBearer(
+          *context, ExpectedAuthorization(config_.auth_token));
+      !auth.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(auth.message()));
+  }
   FollowRequest hello;
   if (!stream->Read(&hello)) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
@@ -539,6 +556,9 @@ absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
   std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
       grpc::CreateChannel(primary_address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
+  if (!config_.auth_token.empty()) {
+    context.AddMetadata("authorization", ExpectedAuthorization(config_.auth_token));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || role_ == Role::kFenced) return absl::CancelledError("");

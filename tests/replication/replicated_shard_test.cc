@@ -31,6 +31,7 @@
 #include "server/replication/keys.h"
 #include "server/replication/local_etcd.h"
 #include "server/replication/primary_resolver.h"
+#include "server/replication/replication.grpc.pb.h"
 #include "tests/cluster_harness.h"
 #include "tests/replication/child_process.h"
 
@@ -53,7 +54,9 @@ std::string ReadFile(const std::string& path) {
 // One etcd, one config, and the replicas of shard 0 as ps_server processes.
 class ReplicatedShard {
  public:
-  absl::Status Start(const std::string& name) {
+  // `auth_token`: the cluster's bearer token ("" = none).
+  absl::Status Start(const std::string& name,
+                     const std::string& auth_token = "") {
     name_ = name;
     replication::LocalEtcdOptions etcd_options;
     absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
@@ -63,6 +66,7 @@ class ReplicatedShard {
     config_path_ = absl::StrCat(TempDir(), "/", name, ".yaml");
     std::ofstream(config_path_) << absl::StrCat(R"(
 cluster: {servers: ["127.0.0.1:1"], num_workers: 1}
+auth_token: ")", auth_token, R"("
 replication:
   factor: 2
   etcd_endpoints: [")", etcd_->endpoint(), R"("]
@@ -335,6 +339,42 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
   absl::StatusOr<std::vector<float>> values = Pull(client->get());
   ASSERT_TRUE(values.ok()) << values.status();
   ExpectAll(*values, start - 1000);
+}
+
+// A backup receives the whole shard over Follow: with a bearer token
+// configured, backups present it and join, and a caller without it is
+// refused before anything is sent.
+TEST(ReplicatedShardTest, FollowRequiresTheClusterToken) {
+  ReplicatedShard shard;
+  ASSERT_TRUE(shard.Start("token", "s3cret").ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  const absl::Status joined = shard.WaitFor(
+      shard.address(*a), {shard.address(*a), shard.address(*b)},
+      absl::Seconds(10));
+  ASSERT_TRUE(joined.ok()) << joined << "\nbackup log:\n" << shard.Log(*b);
+
+  auto stub = replication::Replication::NewStub(grpc::CreateChannel(
+      shard.address(*a), grpc::InsecureChannelCredentials()));
+  for (const char* token : {"", "Bearer wrong"}) {
+    grpc::ClientContext context;
+    if (*token != '\0') context.AddMetadata("authorization", token);
+    auto stream = stub->Follow(&context);
+    replication::FollowRequest hello;
+    hello.set_replica_id("intruder");
+    stream->Write(hello);
+    stream->WritesDone();
+    replication::FollowMessage message;
+    EXPECT_FALSE(stream->Read(&message)) << "got a snapshot with '" << token
+                                         << "'";
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << token << ": " << status.error_message();
+  }
 }
 
 }  // namespace
