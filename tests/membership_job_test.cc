@@ -67,6 +67,9 @@ client:
     const std::string log = absl::StrCat(TestTempDir(), "/", name, ".log");
     unlink(log.c_str());
     progress_[name] = absl::StrCat(TestTempDir(), "/", name, ".progress");
+    // Names repeat across the tests of this binary (one temp dir): a stale
+    // file of an earlier test would report progress this worker never made.
+    unlink(progress_[name].c_str());
     absl::StatusOr<std::unique_ptr<TestProcess>> p = TestProcess::Start(
         {RunfilePath("tests/membership_worker"),
          "--config=" + cluster_->config_path(),
