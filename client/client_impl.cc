@@ -508,12 +508,29 @@ void ClientImpl::HeartbeatLoop() {
   request.set_session_id(client_id_);
   request.set_job_id(job_id_);
   grpc::CompletionQueue cq;  // this thread's own (common/completion_tag.h)
-  auto stopping = [this] {
+  // Waits (not polling gRPC) until `until` or a stop; true when stopping.
+  // This thread must not sit in cq.AsyncNext: a thread blocked there takes
+  // part in polling every channel of the process, so it would pick up the
+  // data streams' network events and hand them over to the data path's
+  // threads (measured: +40 us client CPU per 4 KiB request). The beats'
+  // answers are collected with zero-timeout polls instead.
+  auto sleep_until = [this](absl::Time until) {
     absl::MutexLock lock(&heartbeat_mu_);
+    heartbeat_mu_.AwaitWithDeadline(absl::Condition(&stop_heartbeat_), until);
     return stop_heartbeat_;
   };
   absl::Time next = absl::Now() + interval;
-  while (!stopping()) {
+  while (true) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now()) ==
+           grpc::CompletionQueue::GOT_EVENT) {
+      const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
+      Beat& beat = beats[i];
+      beat.in_flight = false;
+      ReportHeartbeat(static_cast<int>(i), beat.status, beat.response,
+                      &beat.healthy, &beat.membership);
+    }
     if (absl::Now() >= next) {
       for (size_t i = 0; i < beats.size(); ++i) {
         Beat& beat = beats[i];
@@ -528,20 +545,11 @@ void ClientImpl::HeartbeatLoop() {
       }
       next = absl::Now() + interval;
     }
-    // Short slices, so a stop is noticed quickly.
-    const absl::Time until =
-        std::min(next, absl::Now() + absl::Milliseconds(50));
-    void* tag = nullptr;
-    bool ok = false;
-    if (cq.AsyncNext(&tag, &ok, absl::ToChronoTime(until)) !=
-        grpc::CompletionQueue::GOT_EVENT) {
-      continue;
+    // Answers are looked for every 10 ms (at most a tenth of the smallest
+    // useful interval's timeout), beats sent on schedule.
+    if (sleep_until(std::min(next, absl::Now() + absl::Milliseconds(10)))) {
+      break;
     }
-    const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
-    Beat& beat = beats[i];
-    beat.in_flight = false;
-    ReportHeartbeat(static_cast<int>(i), beat.status, beat.response,
-                    &beat.healthy, &beat.membership);
   }
   // Calls still in flight end (cancelled) before their queue goes.
   int in_flight = 0;
