@@ -33,6 +33,55 @@ absl::Status DecodeValues(const std::string& bytes, const ValueTypeInfo& wire,
   return absl::OkStatus();
 }
 
+// The caller's arguments of a dense operation on `table`: the table's kind,
+// matching push-pull spans, the range inside the table.
+absl::Status CheckDenseArguments(proto::Op op, const TableInfo& table,
+                                 uint64_t offset, size_t num_grads,
+                                 size_t num_out) {
+  if (table.kind != TableKind::kDense) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", table.name, "' (id ", table.table_id,
+                     ") is sparse; use the sparse calls"));
+  }
+  if (op == proto::PUSH_PULL && num_grads != num_out) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushPullDense: ", num_grads,
+                     " gradients but an output of ", num_out, " values"));
+  }
+  const uint64_t length = op == proto::PULL ? num_out : num_grads;
+  if (offset > table.size || length > table.size - offset) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "range [", offset, ", ", offset + length, ") is outside table '",
+        table.name, "' of ", table.size, " elements"));
+  }
+  return absl::OkStatus();
+}
+
+// The caller's arguments of a sparse operation on `table`: the table's kind
+// and spans of keys x dim values.
+absl::Status CheckSparseArguments(proto::Op op, const TableInfo& table,
+                                  size_t num_keys, size_t num_grads,
+                                  size_t num_out) {
+  if (table.kind != TableKind::kSparse) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", table.name, "' (id ", table.table_id,
+                     ") is dense; use the dense calls"));
+  }
+  const uint32_t dim = table.dim;
+  const uint64_t expected = num_keys * dim;
+  if (IsPush(op) && num_grads != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse push to '", table.name, "': ", num_keys, " keys of dim ", dim,
+        " need ", expected, " gradient values; got ", num_grads));
+  }
+  if (IsPull(op) && num_out != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse pull from '", table.name, "': ", num_keys, " keys of dim ",
+        dim, " need an output of ", expected, " values; got ", num_out));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ClientImpl::CheckMayPush(const TableInfo& table) const {
@@ -69,21 +118,11 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
                            absl::Span<float> out, bool zero_copy) {
   absl::StatusOr<TableInfo> table = LookupTable(table_id);
   if (!table.ok()) return Future(table.status());
-  if (table->kind != TableKind::kDense) {
-    return Future(absl::InvalidArgumentError(
-        absl::StrCat("table '", table->name, "' (id ", table_id,
-                     ") is sparse; use the sparse calls")));
-  }
-  if (op == proto::PUSH_PULL && grads.size() != out.size()) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "PushPullDense: ", grads.size(), " gradients but an output of ",
-        out.size(), " values")));
-  }
   const uint64_t length = op == proto::PULL ? out.size() : grads.size();
-  if (offset > table->size || length > table->size - offset) {
-    return Future(absl::OutOfRangeError(absl::StrCat(
-        "range [", offset, ", ", offset + length, ") is outside table '",
-        table->name, "' of ", table->size, " elements")));
+  if (absl::Status s = CheckDenseArguments(op, *table, offset, grads.size(),
+                                           out.size());
+      !s.ok()) {
+    return Future(s);
   }
   if (IsPush(op)) {
     absl::Status may_push = CheckMayPush(*table);
@@ -165,24 +204,12 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                             absl::Span<float> out) {
   absl::StatusOr<TableInfo> table = LookupTable(table_id);
   if (!table.ok()) return Future(table.status());
-  if (table->kind != TableKind::kSparse) {
-    return Future(absl::InvalidArgumentError(
-        absl::StrCat("table '", table->name, "' (id ", table_id,
-                     ") is dense; use the dense calls")));
+  if (absl::Status s = CheckSparseArguments(op, *table, keys.size(),
+                                            grads.size(), out.size());
+      !s.ok()) {
+    return Future(s);
   }
   const uint32_t dim = table->dim;
-  const uint64_t expected = keys.size() * dim;
-  if (IsPush(op) && grads.size() != expected) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "sparse push to '", table->name, "': ", keys.size(), " keys of dim ",
-        dim, " need ", expected, " gradient values; got ", grads.size())));
-  }
-  if (IsPull(op) && out.size() != expected) {
-    return Future(absl::InvalidArgumentError(absl::StrCat(
-        "sparse pull from '", table->name, "': ", keys.size(),
-        " keys of dim ", dim, " need an output of ", expected,
-        " values; got ", out.size())));
-  }
   if (IsPush(op)) {
     absl::Status may_push = CheckMayPush(*table);
     if (!may_push.ok()) return Future(may_push);

@@ -22,6 +22,41 @@
 namespace ps {
 namespace {
 
+// The tables a shard reports, by table id; FAILED_PRECONDITION naming the
+// server for a spec this client cannot use.
+absl::StatusOr<std::vector<TableConfig>> TablesOfShard(
+    const proto::ShardInfo& info, const std::string& address,
+    uint32_t shard) {
+  std::vector<TableConfig> tables;
+  for (const proto::TableSpec& spec : info.tables()) {
+    absl::StatusOr<TableConfig> table = FromTableSpec(spec);
+    if (!table.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server ", address, " (shard ", shard,
+          ") reports a table this client cannot use: ",
+          table.status().message()));
+    }
+    tables.push_back(*std::move(table));
+  }
+  std::sort(tables.begin(), tables.end(),
+            [](const TableConfig& a, const TableConfig& b) {
+              return a.table_id < b.table_id;
+            });
+  return tables;
+}
+
+// One shard's heartbeat call (HeartbeatLoop), and what its last answer said.
+struct HeartbeatCall {
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>>
+      call;
+  proto::HeartbeatResponse response;
+  grpc::Status status;
+  bool in_flight = false;
+  bool healthy = true;  // what ReportHeartbeat last saw
+  proto::MembershipState membership = proto::MEMBERSHIP_MEMBER;
+};
+
 absl::Duration RpcTimeout(const ClientOptions& options) {
   return absl::Milliseconds(std::max<int64_t>(options.client.rpc_timeout_ms, 1));
 }
@@ -323,21 +358,8 @@ absl::Status ClientImpl::Handshake() {
           "server ", address, " reports ", info.num_shards(),
           " shards but the client lists ", num_shards, " servers"));
     }
-    std::vector<TableConfig> tables;
-    for (const proto::TableSpec& spec : info.tables()) {
-      absl::StatusOr<TableConfig> table = FromTableSpec(spec);
-      if (!table.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "server ", address, " (shard ", i,
-            ") reports a table this client cannot use: ",
-            table.status().message()));
-      }
-      tables.push_back(*std::move(table));
-    }
-    std::sort(tables.begin(), tables.end(),
-              [](const TableConfig& a, const TableConfig& b) {
-                return a.table_id < b.table_id;
-              });
+    ASSIGN_OR_RETURN(std::vector<TableConfig> tables,
+                     TablesOfShard(info, address, i));
     const std::string server_label = absl::StrCat("server ", address);
     if (!options_.tables.empty()) {
       std::vector<std::string> diffs = DescribeTableDifferences(
@@ -492,17 +514,7 @@ void ClientImpl::HeartbeatLoop() {
   // Each shard is beaten on its own schedule: a stalled server (its call
   // hanging until the timeout) must not delay the heartbeats the others
   // are waiting for, or they would evict this worker meanwhile.
-  struct Beat {
-    std::unique_ptr<grpc::ClientContext> context;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>>
-        call;
-    proto::HeartbeatResponse response;
-    grpc::Status status;
-    bool in_flight = false;
-    bool healthy = true;  // what ReportHeartbeat last saw
-    proto::MembershipState membership = proto::MEMBERSHIP_MEMBER;
-  };
-  std::vector<Beat> beats(connections_.size());
+  std::vector<HeartbeatCall> beats(connections_.size());
   proto::HeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_session_id(client_id_);
@@ -526,14 +538,14 @@ void ClientImpl::HeartbeatLoop() {
     while (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now()) ==
            grpc::CompletionQueue::GOT_EVENT) {
       const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
-      Beat& beat = beats[i];
+      HeartbeatCall& beat = beats[i];
       beat.in_flight = false;
       ReportHeartbeat(static_cast<int>(i), beat.status, beat.response,
                       &beat.healthy, &beat.membership);
     }
     if (absl::Now() >= next) {
       for (size_t i = 0; i < beats.size(); ++i) {
-        Beat& beat = beats[i];
+        HeartbeatCall& beat = beats[i];
         if (beat.in_flight) continue;  // that server is slow: no pile-up
         beat.context = connections_[i]->NewContext(timeout, false);
         beat.call = connections_[i]->stub()->PrepareAsyncHeartbeat(
@@ -553,7 +565,7 @@ void ClientImpl::HeartbeatLoop() {
   }
   // Calls still in flight end (cancelled) before their queue goes.
   int in_flight = 0;
-  for (Beat& beat : beats) {
+  for (HeartbeatCall& beat : beats) {
     if (!beat.in_flight) continue;
     beat.context->TryCancel();
     ++in_flight;

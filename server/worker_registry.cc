@@ -10,6 +10,30 @@
 namespace ps {
 namespace {
 
+// FAILED_PRECONDITION (MEMBERSHIP_OTHER_JOB) for worker `worker_id` of job
+// `job_id` while this shard serves `serving` whose workers `live` are live.
+absl::Status OtherJobRefusal(int64_t worker_id, const std::string& job_id,
+                             const std::string& serving, uint64_t generation,
+                             int64_t floor_clock, const std::vector<int>& live,
+                             absl::Duration heartbeat_timeout) {
+  proto::MembershipError error;
+  error.set_state(proto::MEMBERSHIP_OTHER_JOB);
+  error.set_worker_id(static_cast<uint32_t>(worker_id));
+  error.set_current_step(floor_clock);
+  error.set_job_id(serving);
+  return MembershipErrorStatus(
+      error,
+      absl::StrCat("worker ", worker_id, " of job '", job_id,
+                   "' cannot join: this shard serves job '", serving,
+                   "' (generation ", generation, "), whose worker(s) ",
+                   absl::StrJoin(live, ", "),
+                   " are live; a worker stops counting when it leaves (clean "
+                   "exit) or after server.heartbeat_timeout_ms (",
+                   absl::ToInt64Milliseconds(heartbeat_timeout),
+                   " ms) of silence"));
+}
+
+
 absl::Duration CheckInterval(absl::Duration heartbeat_timeout) {
   return std::clamp(heartbeat_timeout / 4, absl::Milliseconds(5),
                     absl::Milliseconds(500));
@@ -61,22 +85,8 @@ absl::StatusOr<WorkerRegistry::Registration> WorkerRegistry::Register(
       if (workers_[i].state == State::kLive) live.push_back(i);
     }
     if (job_id != job_id_ && !live.empty()) {
-      proto::MembershipError error;
-      error.set_state(proto::MEMBERSHIP_OTHER_JOB);
-      error.set_worker_id(static_cast<uint32_t>(worker_id));
-      error.set_current_step(floor_clock_);
-      error.set_job_id(job_id_);
-      return MembershipErrorStatus(
-          error,
-          absl::StrCat(
-              "worker ", worker_id, " of job '", job_id,
-              "' cannot join: this shard serves job '", job_id_,
-              "' (generation ", job_generation_, "), whose worker(s) ",
-              absl::StrJoin(live, ", "),
-              " are live; a worker stops counting when it leaves (clean "
-              "exit) or after server.heartbeat_timeout_ms (",
-              absl::ToInt64Milliseconds(heartbeat_timeout_),
-              " ms) of silence"));
+      return OtherJobRefusal(worker_id, job_id, job_id_, job_generation_,
+                             floor_clock_, live, heartbeat_timeout_);
     }
     BeginGenerationLocked(job_id, now);
     result.new_generation = true;

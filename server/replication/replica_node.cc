@@ -17,6 +17,17 @@
 namespace ps::replication {
 namespace {
 
+// A follower receives the whole shard: the cluster's bearer token is
+// required as on every other RPC (server/bearer_auth.h).
+grpc::Status CheckFollower(const grpc::ServerContext& context,
+                           const std::string& auth_token) {
+  const absl::Status auth =
+      CheckBearer(context, ExpectedAuthorization(auth_token));
+  return auth.ok() ? grpc::Status::OK
+                   : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                  std::string(auth.message()));
+}
+
 // Entries one FollowMessage carries at most (bytes): larger queues are sent
 // in several messages, so one message stays far below gRPC's limit.
 constexpr size_t kMaxBatchBytes = 4 << 20;
@@ -458,13 +469,9 @@ void ReplicaNode::ReadAcks(
 grpc::Status ReplicaNode::Follow(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
-  // A follower receives the whole shard: the cluster's bearer token is
-  // required as on every other RPC.
-  if (absl::Status auth = CheckBearer(
-          *context, ExpectedAuthorization(config_.auth_token));
+  if (grpc::Status auth = CheckFollower(*context, config_.auth_token);
       !auth.ok()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        std::string(auth.message()));
+    return auth;
   }
   FollowRequest hello;
   if (!stream->Read(&hello)) {
