@@ -14,8 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/consistency.h"
 #include "common/status_macros.h"
-#include "proto/table_spec_conversion.h"
 #include "prometheus/text_serializer.h"
+#include "proto/table_spec_conversion.h"
+#include "server/worker_registry.h"
 
 namespace ps {
 namespace {
@@ -173,7 +174,7 @@ void AppendWorkerFamilies(const proto::StatsResponse& stats,
     const ClientMetric::Label worker{"worker", absl::StrCat(w.worker_id())};
     clock.metric.push_back(Gauge(static_cast<double>(w.clock()), {worker}));
     live.metric.push_back(Gauge(w.live() ? 1 : 0, {worker}));
-    for (const char* name : {"pending", "live", "evicted", "left"}) {
+    for (const char* name : kWorkerStateNames) {
       state.metric.push_back(
           Gauge(w.state() == name ? 1 : 0, {{"state", name}, worker}));
     }

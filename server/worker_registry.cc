@@ -501,9 +501,7 @@ void WorkerRegistry::FillStats(absl::Time now,
     s->set_clock(w.clock);
     s->set_live(Counts(w));
     s->set_ms_since_heartbeat(absl::ToInt64Milliseconds(now - w.last_seen));
-    static constexpr const char* kNames[] = {"pending", "live", "evicted",
-                                             "left"};
-    s->set_state(kNames[static_cast<int>(w.state)]);
+    s->set_state(kWorkerStateNames[static_cast<int>(w.state)]);
   }
 }
 

@@ -87,6 +87,11 @@
 
 namespace ps {
 
+// The names of a worker's membership states, indexed by
+// WorkerRegistry::State: WorkerStats.state and the ps_worker_state metric.
+inline constexpr const char* kWorkerStateNames[] = {"pending", "live",
+                                                    "evicted", "left"};
+
 class WorkerRegistry {
  public:
   // What a registration answers (see RegisterWorkerResponse in ps.proto).
@@ -230,7 +235,7 @@ class WorkerRegistry {
   void FillStats(absl::Time now, proto::StatsResponse* out) const;
 
  private:
-  enum class State { kPending, kLive, kEvicted, kLeft };
+  enum class State { kPending, kLive, kEvicted, kLeft };  // kWorkerStateNames
 
   struct Worker {
     State state = State::kPending;
