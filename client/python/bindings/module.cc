@@ -18,6 +18,6 @@ PYBIND11_MODULE(_core, m) {
         "refused a setting.");
   m.def("disable_mutex_deadlock_detection",
         &ps::DisableMutexDeadlockDetection,
-        "Turns off Abseil's debug lock graph (common/process_tuning.h); call "
-        "once, before any client exists.");
+        "Turns off Abseil's debug lock graph (common/process_tuning.h). "
+        "Importing ps_client calls it.");
 }

@@ -21,6 +21,9 @@ def test_python_vs_cpp_bench_prints_a_table_and_json():
     lines = run.stdout.splitlines()
     assert lines[1].split()[:3] == ["case", "C++", "SDK"]
     result = json.loads(lines[-1])
+    cold = result["results"].pop("pull_4k_cpp_cold_caches")
+    assert len(cold["rounds"]) == 2 and cold["cpp"] > 0
+    assert cold["touch_kib"] == 1024
     assert set(result["results"]) == {"pull_4k", "pull_4k_alloc", "push_16m",
                                       "push_16m_zero_copy"}
     for case in result["results"].values():
