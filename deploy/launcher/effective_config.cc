@@ -56,6 +56,11 @@ absl::Status ApplySet(YAML::Node root, const std::string& assignment) {
       if (last) {
         node[keys[i]] = value;
       } else {
+        // A section the file does not have (e.g. server: when every server
+        // setting is a default) is created.
+        if (!node[keys[i]].IsDefined()) {
+          node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+        }
         YAML::Node child = node[keys[i]];
         node.reset(child);
       }

@@ -72,6 +72,23 @@ TEST(EffectiveConfigTest, CheckpointOverridesAddTheServerSection) {
   EXPECT_EQ(c->config().server.checkpoint_interval_s, 0);
 }
 
+TEST(EffectiveConfigTest, SetCreatesSectionsTheFileLacks) {
+  // The embedded default has no server: section.
+  ConfigOverrides o;
+  o.sets = {"server.heartbeat_timeout_ms=2000"};
+  absl::StatusOr<EffectiveConfig> c =
+      EffectiveConfig::Create(kDefaultConfigYaml, "default", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config().server.heartbeat_timeout_ms, 2000);
+  // A key below a scalar is still refused.
+  o.sets = {"training.epochs.x=1"};
+  c = EffectiveConfig::Create(kDefaultConfigYaml, "default", o);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("'x' is below a non-mapping node"),
+            std::string::npos)
+      << c.status();
+}
+
 TEST(EffectiveConfigTest, BadOverridesAreInvalidArgument) {
   ConfigOverrides o;
   o.sets = {"tables.5.size=3"};
