@@ -37,12 +37,12 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "tests/cluster_harness.h"
+#include "tests/netns/counting_client.h"
 #include "tests/netns/netns.h"
 
 namespace ps::testing {
 namespace {
 
-constexpr int kSize = 1024;  // floats: a 4 KiB table
 constexpr absl::Duration kReply = absl::Seconds(30);
 
 // Output of a shell command run from the root namespace.
@@ -70,70 +70,6 @@ bool Alive(pid_t pid) {
   const std::string stat = Shell(absl::StrCat("cat /proc/", pid, "/stat"));
   const size_t paren = stat.rfind(") ");
   return paren != std::string::npos && stat[paren + 2] != 'Z';
-}
-
-// The client process's body: connects, then answers commands from the
-// test one line each:
-//   push N   N pushes of -1 one after the other -> "ok" | "error CODE MS MSG"
-//            (stops at the first failure; MS: how long that push took)
-//   pull     -> "value V" when every element equals V, else "mixed"
-//   p50 N    N 4 KiB pulls -> "p50 MICROSECONDS"
-int CountingClient(const ClientOptions& options, LineChannel& channel) {
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-  if (!channel.Send(client.ok() ? "connected"
-                                : "error " + client.status().ToString())
-           .ok() ||
-      !client.ok()) {
-    return 1;
-  }
-  const std::vector<float> minus_one(kSize, -1.0f);
-  std::vector<float> values(kSize);
-  while (true) {
-    absl::StatusOr<std::string> line = channel.Receive(absl::Hours(1));
-    if (!line.ok()) return 0;  // the test is done with us
-    const std::vector<std::string> words = absl::StrSplit(*line, ' ');
-    int n = 0;
-    std::string reply;
-    if (words[0] == "push" && absl::SimpleAtoi(words[1], &n)) {
-      reply = "ok";
-      for (int i = 0; i < n; ++i) {
-        const absl::Time start = absl::Now();
-        absl::Status s = (*client)->PushDense(0, 0, minus_one).Wait();
-        if (!s.ok()) {
-          reply = absl::StrCat(
-              "error ", absl::StatusCodeToString(s.code()), " ",
-              absl::ToInt64Milliseconds(absl::Now() - start), " ", s.message());
-          break;
-        }
-      }
-    } else if (words[0] == "pull") {
-      absl::Status s = (*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait();
-      if (!s.ok()) {
-        reply = "error " + s.ToString();
-      } else if (std::all_of(values.begin(), values.end(),
-                             [&](float v) { return v == values[0]; })) {
-        reply = absl::StrCat("value ", values[0]);
-      } else {
-        reply = "mixed";
-      }
-    } else if (words[0] == "p50" && absl::SimpleAtoi(words[1], &n) && n > 0) {
-      std::vector<int64_t> us;
-      for (int i = 0; i < n; ++i) {
-        const absl::Time start = absl::Now();
-        if (!(*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait().ok()) {
-          break;
-        }
-        us.push_back(absl::ToInt64Microseconds(absl::Now() - start));
-      }
-      std::sort(us.begin(), us.end());
-      reply = us.size() == static_cast<size_t>(n)
-                  ? absl::StrCat("p50 ", us[us.size() / 2])
-                  : "error a pull failed";
-    } else {
-      reply = "error unknown command: " + *line;
-    }
-    if (!channel.Send(reply).ok()) return 0;
-  }
 }
 
 class NetnsClusterTest : public ::testing::Test {

@@ -1,0 +1,26 @@
+// A client process for the namespace tests: it runs inside a test host
+// (TestNetwork::Fork), connects, and answers the test's commands one line
+// each, over a table of kCountingTableSize floats that counts pushes (SGD,
+// learning rate 1, gradient -1: every applied push adds exactly 1 to every
+// value):
+//   push N   N pushes of -1 one after the other -> "ok" | "error CODE MS MSG"
+//            (stops at the first failure; MS: how long that push took)
+//   pull     -> "value V" when every element equals V, else "mixed"
+//   p50 N    N pulls of the table -> "p50 MICROSECONDS"
+// The first line it sends is "connected" or "error STATUS".
+#ifndef PS_TESTS_NETNS_COUNTING_CLIENT_H_
+#define PS_TESTS_NETNS_COUNTING_CLIENT_H_
+
+#include "client/client.h"
+#include "tests/netns/netns.h"
+
+namespace ps::testing {
+
+constexpr int kCountingTableSize = 1024;  // floats: 4 KiB
+
+// The body for TestNetwork::Fork; returns the process's exit code.
+int CountingClient(const ClientOptions& options, LineChannel& channel);
+
+}  // namespace ps::testing
+
+#endif  // PS_TESTS_NETNS_COUNTING_CLIENT_H_
