@@ -22,7 +22,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -30,12 +29,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
+#include "tests/chaos_seed.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
 
@@ -111,18 +110,8 @@ void ExpectCounts(LocalCluster& cluster, const int64_t expected[2],
   }
 }
 
-uint32_t Seed() {
-  if (const char* env = std::getenv("PS_CHAOS_SEED"); env && *env) {
-    uint32_t seed = 0;
-    if (absl::SimpleAtoi(env, &seed)) return seed;
-  }
-  return static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()));
-}
-
 TEST(ChaosCountingTest, SeededKillsAndPausesKeepExactCounts) {
-  const uint32_t seed = Seed();
-  std::printf("chaos seed %u (replay: PS_CHAOS_SEED=%u)\n", seed, seed);
-  std::fflush(stdout);
+  const uint32_t seed = ChaosSeed();
   std::mt19937 rng(seed);
   const std::string dir = TestTempDir() + "/chaos_counting";
   std::filesystem::remove_all(dir);

@@ -21,18 +21,17 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "deploy/launcher/ps_launch_harness.h"
 #include "gtest/gtest.h"
+#include "tests/chaos_seed.h"
 
 namespace ps::launcher::testing {
 namespace {
@@ -54,14 +53,6 @@ struct Event {
 
 const char* Name(Role role) {
   return role == Role::kServer ? "server" : "worker";
-}
-
-uint32_t Seed() {
-  if (const char* env = std::getenv("PS_CHAOS_SEED"); env && *env) {
-    uint32_t seed = 0;
-    if (absl::SimpleAtoi(env, &seed)) return seed;
-  }
-  return static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()));
 }
 
 std::vector<Event> Schedule(uint32_t seed) {
@@ -91,9 +82,7 @@ int Count(const std::vector<std::string>& lines, const std::regex& re) {
 }
 
 TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
-  const uint32_t seed = Seed();
-  std::printf("chaos seed %u (replay: PS_CHAOS_SEED=%u)\n", seed, seed);
-  std::fflush(stdout);
+  const uint32_t seed = ps::testing::ChaosSeed();
   const std::vector<Event> events = Schedule(seed);
 
   const std::string dir = TempDir();

@@ -18,18 +18,17 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/chaos_seed.h"
 #include "tests/cluster_harness.h"
 #include "tests/netns/counting_client.h"
 #include "tests/netns/netns.h"
@@ -53,14 +52,6 @@ struct Event {
   absl::Duration gap;       // before the fault
   absl::Duration duration;  // of the fault
 };
-
-uint32_t Seed() {
-  if (const char* env = std::getenv("PS_CHAOS_SEED"); env && *env) {
-    uint32_t seed = 0;
-    if (absl::SimpleAtoi(env, &seed)) return seed;
-  }
-  return static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()));
-}
 
 std::vector<Event> Schedule(uint32_t seed) {
   std::mt19937 rng(seed);
@@ -143,9 +134,7 @@ std::string Ask(HostProcess& proc, const std::string& command) {
 }
 
 TEST(NetnsChaosTest, SeededCutsAndPausesKeepExactCountsOnBothShards) {
-  const uint32_t seed = Seed();
-  std::printf("chaos seed %u (replay: PS_CHAOS_SEED=%u)\n", seed, seed);
-  std::fflush(stdout);
+  const uint32_t seed = ChaosSeed();
   absl::StatusOr<std::unique_ptr<TestNetwork>> created =
       TestNetwork::Create({"a", "b", "c", "d"});
   PS_SKIP_IF_NETNS_UNAVAILABLE(created.status());
