@@ -1,6 +1,8 @@
 #include "server/replication/replica_node.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <deque>
 #include <utility>
 
@@ -29,8 +31,12 @@ grpc::Status CheckFollower(const grpc::ServerContext& context,
 }
 
 // Entries one FollowMessage carries at most (bytes): larger queues are sent
-// in several messages, so one message stays far below gRPC's limit.
+// in several messages. One message is at most this plus one entry (a data
+// request of up to server.max_message_bytes): the backup's channel accepts
+// that much (FollowOnce).
 constexpr size_t kMaxBatchBytes = 4 << 20;
+// The snapshot's pieces (FollowMessage.snapshot).
+constexpr size_t kSnapshotChunkBytes = 1 << 20;
 
 proto::DataResponse ErrorResponse(uint64_t request_id, absl::StatusCode code,
                                   std::string message) {
@@ -504,12 +510,13 @@ grpc::Status ReplicaNode::Follow(
     return grpc::Status(grpc::StatusCode::INTERNAL,
                         absl::StrCat("snapshot: ", state.status().message()));
   }
-  StringSink sink(first.mutable_snapshot());
+  std::string snapshot;
+  StringSink sink(&snapshot);
   EncodeCheckpoint(*state, first.snapshot_seq(),
                    absl::ToUnixMillis(absl::Now()), &sink);
   spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes)",
                shard_->shard_index(), link->id, first.snapshot_seq(),
-               first.snapshot().size());
+               snapshot.size());
   auto mark_broken = [this, link] {
     absl::MutexLock lock(&mu_);
     if (!link->broken) {
@@ -518,7 +525,14 @@ grpc::Status ReplicaNode::Follow(
       wake_ = true;
     }
   };
-  bool ok = stream->Write(first);
+  bool ok = true;
+  for (size_t at = 0; ok && (at == 0 || at < snapshot.size());
+       at += kSnapshotChunkBytes) {
+    FollowMessage piece = first;
+    piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
+    piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
+    ok = stream->Write(piece);
+  }
   // Acks, read on a thread of this call's own (joined below).
   std::thread reader([&] {
     ReadAcks(link, stream);
@@ -560,8 +574,17 @@ void ReplicaNode::FollowLoop(std::string primary_address) {
 }
 
 absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
-  std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
-      grpc::CreateChannel(primary_address, grpc::InsecureChannelCredentials()));
+  // One FollowMessage is at most a batch plus one data request (see
+  // kMaxBatchBytes); gRPC's default limit (4 MiB) would break the stream of
+  // any shard with large pushes.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(
+      std::numeric_limits<int>::max(),
+      int64_t{kMaxBatchBytes} + config_.server.max_message_bytes +
+          (int64_t{1} << 20))));
+  std::unique_ptr<Replication::Stub> stub =
+      Replication::NewStub(grpc::CreateCustomChannel(
+          primary_address, grpc::InsecureChannelCredentials(), args));
   grpc::ClientContext context;
   if (!config_.auth_token.empty()) {
     context.AddMetadata("authorization", ExpectedAuthorization(config_.auth_token));
@@ -585,6 +608,7 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
   if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
   FollowMessage message;
   bool restored = false;
+  std::string snapshot;  // its pieces so far
   while (stream->Read(&message)) {
     if (absl::Status s = fence_.AdmitFromPrimary(message.term()); !s.ok()) {
       FollowRequest refuse;
@@ -595,8 +619,12 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
       return s;
     }
     if (!restored) {
-      RETURN_IF_ERROR(RestoreSnapshot(message));
+      snapshot.append(message.snapshot());
+      if (!message.snapshot_last()) continue;
+      RETURN_IF_ERROR(
+          RestoreSnapshot(snapshot, message.snapshot_seq(), message.term()));
       restored = true;
+      std::string().swap(snapshot);
     }
     absl::StatusOr<uint64_t> applied = ApplyEntries(message);
     if (!applied.ok()) {
@@ -612,16 +640,17 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
                       end.error_message());
 }
 
-absl::Status ReplicaNode::RestoreSnapshot(const FollowMessage& message) {
-  absl::StatusOr<ShardState> state = DecodeCheckpoint(message.snapshot());
+absl::Status ReplicaNode::RestoreSnapshot(const std::string& snapshot,
+                                          uint64_t seq, int64_t term) {
+  absl::StatusOr<ShardState> state = DecodeCheckpoint(snapshot);
   if (!state.ok()) return state.status();
   RETURN_IF_ERROR(shard_->Restore(*state));
   absl::MutexLock lock(&mu_);
-  applied_seq_ = message.snapshot_seq();
+  applied_seq_ = seq;
   if (role_ == Role::kStarting) role_ = Role::kBackup;
   spdlog::info("shard {}: replica {} restored the primary's snapshot at seq "
                "{} (term {}); following",
-               shard_->shard_index(), address_, applied_seq_, message.term());
+               shard_->shard_index(), address_, applied_seq_, term);
   return absl::OkStatus();
 }
 

@@ -109,7 +109,10 @@ class ReplicaNode final : public Replication::Service {
   // The backup's side of one Follow stream: snapshot, then entries, acks.
   absl::Status ApplyStream(grpc::ClientContext* context,
                            Replication::Stub* stub);
-  absl::Status RestoreSnapshot(const FollowMessage& message);
+  // Restores the primary's snapshot (checkpoint bytes, the state after
+  // entry `seq`, sent under `term`).
+  absl::Status RestoreSnapshot(const std::string& snapshot, uint64_t seq,
+                               int64_t term);
   // Applies the message's entries in order and waits until all are applied;
   // returns the last seq applied.
   absl::StatusOr<uint64_t> ApplyEntries(const FollowMessage& message);

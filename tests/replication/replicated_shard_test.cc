@@ -34,154 +34,12 @@
 #include "server/replication/replication.grpc.pb.h"
 #include "tests/cluster_harness.h"
 #include "tests/replication/child_process.h"
+#include "tests/replication/replicated_shard.h"
 
 namespace ps::testing {
 namespace {
 
 constexpr int kSize = 256;  // dense table elements
-
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
-
-// One etcd, one config, and the replicas of shard 0 as ps_server processes.
-class ReplicatedShard {
- public:
-  // `auth_token`: the cluster's bearer token ("" = none).
-  absl::Status Start(const std::string& name,
-                     const std::string& auth_token = "") {
-    name_ = name;
-    replication::LocalEtcdOptions etcd_options;
-    absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
-        replication::LocalEtcd::Start(etcd_options);
-    if (!etcd.ok()) return etcd.status();
-    etcd_ = *std::move(etcd);
-    config_path_ = absl::StrCat(TempDir(), "/", name, ".yaml");
-    std::ofstream(config_path_) << absl::StrCat(R"(
-cluster: {servers: ["127.0.0.1:1"], num_workers: 1}
-auth_token: ")", auth_token, R"("
-replication:
-  factor: 2
-  etcd_endpoints: [")", etcd_->endpoint(), R"("]
-  lease_ttl_s: 1
-  cluster_id: )", name, R"(
-client:
-  reconnect_initial_backoff_ms: 20
-  reconnect_max_backoff_ms: 200
-  max_reconnect_attempts: 200
-  keepalive_ms: 1000
-  keepalive_timeout_ms: 1000
-tables:
-  - name: dense
-    kind: dense
-    size: 256
-    consistency: async
-    optimizer: {type: sgd, learning_rate: 1.0}
-)");
-    absl::StatusOr<ClusterConfig> config = LoadClusterConfig(config_path_);
-    if (!config.ok()) return config.status();
-    config_ = *config;
-    absl::StatusOr<std::unique_ptr<replication::PrimaryResolver>> resolver =
-        replication::PrimaryResolver::Create(config_);
-    if (!resolver.ok()) return resolver.status();
-    resolver_ = *std::move(resolver);
-    replication::EtcdClientOptions client_options;
-    client_options.endpoints = {etcd_->endpoint()};
-    absl::StatusOr<std::unique_ptr<replication::EtcdClient>> client =
-        replication::EtcdClient::Create(client_options);
-    if (!client.ok()) return client.status();
-    etcd_client_ = *std::move(client);
-    return absl::OkStatus();
-  }
-
-  // Starts a replica; returns its index here (its address: address(i)).
-  absl::StatusOr<int> AddReplica() {
-    const int i = static_cast<int>(replicas_.size());
-    const std::string port_file =
-        absl::StrCat(TempDir(), "/", name_, "_replica", i, ".port");
-    std::remove(port_file.c_str());
-    logs_.push_back(absl::StrCat(TempDir(), "/", name_, "_replica", i, ".log"));
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
-        {RunfilePath("server/ps_server"), "--config", config_path_, "--index",
-         "0", "--listen", "127.0.0.1:0", "--port_file", port_file},
-        logs_.back());
-    if (!child.ok()) return child.status();
-    replicas_.push_back(*std::move(child));
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    int port = 0;
-    while (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(port_file)),
-                             &port) ||
-           port == 0) {
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("replica ", i, " wrote no port: ", Log(i)));
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    addresses_.push_back(absl::StrCat("127.0.0.1:", port));
-    return i;
-  }
-
-  // The in_sync set in etcd.
-  std::vector<std::string> InSync() const {
-    etcdserverpb::RangeRequest range;
-    range.set_key(replication::InSyncKey(name_, 0));
-    absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_client_->Range(range);
-    if (!r.ok() || r->kvs_size() == 0) return {};
-    return absl::StrSplit(r->kvs(0).value(), ',');
-  }
-
-  // Waits until the primary is `primary` and in_sync holds exactly `ids`.
-  absl::Status WaitFor(const std::string& primary,
-                       std::vector<std::string> ids, absl::Duration timeout) {
-    std::sort(ids.begin(), ids.end());
-    const absl::Time deadline = absl::Now() + timeout;
-    while (true) {
-      std::vector<std::string> in_sync = InSync();
-      std::sort(in_sync.begin(), in_sync.end());
-      if (resolver_->Address(0) == primary && in_sync == ids) {
-        return absl::OkStatus();
-      }
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "primary ", resolver_->Address(0), " (want ", primary,
-            "), in_sync [", absl::StrJoin(in_sync, ","), "] (want [",
-            absl::StrJoin(ids, ","), "])"));
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  }
-
-  absl::StatusOr<std::unique_ptr<Client>> Connect() const {
-    ClientOptions options = ClientOptions::FromConfig(config_, -1);
-    options.primary_address = resolver_->AsFunction();
-    return Client::Connect(options);
-  }
-
-  const std::string& address(int i) const { return addresses_[i]; }
-  ChildProcess* replica(int i) { return replicas_[i].get(); }
-  std::string Log(int i) const { return ReadFile(logs_[i]); }
-  const replication::PrimaryResolver& resolver() const { return *resolver_; }
-  const ClusterConfig& config() const { return config_; }
-
- private:
-  std::string name_;
-  std::unique_ptr<replication::LocalEtcd> etcd_;
-  std::string config_path_;
-  ClusterConfig config_;
-  std::unique_ptr<replication::PrimaryResolver> resolver_;
-  std::unique_ptr<replication::EtcdClient> etcd_client_;
-  std::vector<std::unique_ptr<ChildProcess>> replicas_;
-  std::vector<std::string> addresses_;
-  std::vector<std::string> logs_;
-};
 
 // Pushes +1 `count` times with up to 32 in flight; runs `at_half` once half
 // were sent. Returns the first failure, and the longest gap between two
@@ -341,12 +199,59 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
   ExpectAll(*values, start - 1000);
 }
 
+// A shard larger than gRPC's default 4 MiB message limit: the snapshot
+// reaches a new backup in pieces, and pushes of the whole 8 MiB table (each
+// entry of the stream larger than 4 MiB) are replicated; the backup that
+// takes over after the primary's SIGKILL has every one of them.
+TEST(ReplicatedShardTest, LargeShardSnapshotAndLargePushesReachTheBackup) {
+  constexpr uint64_t kLarge = 2 << 20;  // floats: 8 MiB
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.table_size = kLarge;
+  ASSERT_TRUE(shard.Start("large", options).ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<float> grad(kLarge, 1.0f);
+  // Pushes before the backup exists travel in its snapshot.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*client)->PushDense(0, 0, grad).Wait().ok());
+  }
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::Status synced = shard.WaitFor(
+      shard.address(*a), {shard.address(*a), shard.address(*b)},
+      absl::Seconds(20));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*b);
+  // These travel as stream entries.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE((*client)->PushDense(0, 0, grad).Wait().ok());
+  }
+  ASSERT_EQ(shard.InSync().size(), 2u) << shard.Log(*b);
+  ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+  std::vector<float> values(kLarge, 12345.0f);
+  absl::Status pulled =
+      (*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait();
+  ASSERT_TRUE(pulled.ok()) << pulled << "\n" << shard.Log(*b);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(*b));
+  // Initial values are 0 (no initializer): 7 pushes of 1 with SGD(lr = 1).
+  for (uint64_t i = 0; i < kLarge; i += 4099) {
+    ASSERT_EQ(values[i], -7.0f) << "element " << i;
+  }
+  ASSERT_EQ(values[kLarge - 1], -7.0f);
+}
+
 // A backup receives the whole shard over Follow: with a bearer token
 // configured, backups present it and join, and a caller without it is
 // refused before anything is sent.
 TEST(ReplicatedShardTest, FollowRequiresTheClusterToken) {
   ReplicatedShard shard;
-  ASSERT_TRUE(shard.Start("token", "s3cret").ok());
+  ReplicatedShard::Options options;
+  options.auth_token = "s3cret";
+  ASSERT_TRUE(shard.Start("token", options).ok());
   absl::StatusOr<int> a = shard.AddReplica();
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},

@@ -1,0 +1,147 @@
+#include "tests/replication/replicated_shard.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "server/replication/keys.h"
+#include "tests/cluster_harness.h"
+
+namespace ps::testing {
+
+std::string TestTempDirOrTmp() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+absl::Status ReplicatedShard::Start(const std::string& name,
+                                    const Options& options) {
+  name_ = name;
+  replication::LocalEtcdOptions etcd_options;
+  absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
+      replication::LocalEtcd::Start(etcd_options);
+  if (!etcd.ok()) return etcd.status();
+  etcd_ = *std::move(etcd);
+  config_path_ = absl::StrCat(TestTempDirOrTmp(), "/", name, ".yaml");
+  std::ofstream(config_path_) << absl::StrCat(R"(
+cluster: {servers: ["127.0.0.1:1"], num_workers: 1}
+auth_token: ")", options.auth_token, R"("
+replication:
+  factor: 2
+  etcd_endpoints: [")", etcd_->endpoint(), R"("]
+  lease_ttl_s: 1
+  cluster_id: )", name, R"(
+client:
+  reconnect_initial_backoff_ms: 20
+  reconnect_max_backoff_ms: 200
+  max_reconnect_attempts: 200
+  keepalive_ms: 1000
+  keepalive_timeout_ms: 1000
+tables:
+  - name: dense
+    kind: dense
+    size: )", options.table_size, R"(
+    consistency: async
+    optimizer: {type: sgd, learning_rate: 1.0}
+)");
+  absl::StatusOr<ClusterConfig> config = LoadClusterConfig(config_path_);
+  if (!config.ok()) return config.status();
+  config_ = *config;
+  absl::StatusOr<std::unique_ptr<replication::PrimaryResolver>> resolver =
+      replication::PrimaryResolver::Create(config_);
+  if (!resolver.ok()) return resolver.status();
+  resolver_ = *std::move(resolver);
+  replication::EtcdClientOptions client_options;
+  client_options.endpoints = {etcd_->endpoint()};
+  absl::StatusOr<std::unique_ptr<replication::EtcdClient>> client =
+      replication::EtcdClient::Create(client_options);
+  if (!client.ok()) return client.status();
+  etcd_client_ = *std::move(client);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ReplicatedShard::AddReplica() {
+  const int i = static_cast<int>(replicas_.size());
+  const std::string port_file =
+      absl::StrCat(TestTempDirOrTmp(), "/", name_, "_replica", i, ".port");
+  std::remove(port_file.c_str());
+  logs_.push_back(absl::StrCat(TestTempDirOrTmp(), "/", name_, "_replica", i, ".log"));
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
+      {RunfilePath("server/ps_server"), "--config", config_path_, "--index",
+       "0", "--listen", "127.0.0.1:0", "--port_file", port_file},
+      logs_.back());
+  if (!child.ok()) return child.status();
+  replicas_.push_back(*std::move(child));
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  int port = 0;
+  while (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWholeFile(port_file)),
+                           &port) ||
+         port == 0) {
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("replica ", i, " wrote no port: ", Log(i)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  addresses_.push_back(absl::StrCat("127.0.0.1:", port));
+  return i;
+}
+
+std::vector<std::string> ReplicatedShard::InSync() const {
+  etcdserverpb::RangeRequest range;
+  range.set_key(replication::InSyncKey(name_, 0));
+  absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_client_->Range(range);
+  if (!r.ok() || r->kvs_size() == 0) return {};
+  return absl::StrSplit(r->kvs(0).value(), ',');
+}
+
+absl::Status ReplicatedShard::WaitFor(const std::string& primary,
+                                      std::vector<std::string> ids,
+                                      absl::Duration timeout) {
+  std::sort(ids.begin(), ids.end());
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    std::vector<std::string> in_sync = InSync();
+    std::sort(in_sync.begin(), in_sync.end());
+    if (resolver_->Address(0) == primary && in_sync == ids) {
+      return absl::OkStatus();
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "primary ", resolver_->Address(0), " (want ", primary,
+          "), in_sync [", absl::StrJoin(in_sync, ","), "] (want [",
+          absl::StrJoin(ids, ","), "])"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::Connect() const {
+  ClientOptions options = ClientOptions::FromConfig(config_, -1);
+  options.primary_address = resolver_->AsFunction();
+  return Client::Connect(options);
+}
+
+absl::Status ReplicatedShard::Start(const std::string& name) {
+  return Start(name, Options());
+}
+
+std::string ReplicatedShard::Log(int i) const {
+  return ReadWholeFile(logs_[i]);
+}
+
+}  // namespace ps::testing

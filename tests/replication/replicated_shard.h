@@ -1,0 +1,82 @@
+// One etcd (LocalEtcd), one cluster config with `replication: factor: 2`,
+// and the replicas of shard 0 as real ps_server processes, plus a client that
+// follows the primary through etcd (PrimaryResolver). Used by the replicated
+// shard tests and the replication benchmark (issue 18).
+//
+// The shard holds one async dense table "dense" of Options::table_size
+// floats with SGD(lr = 1). Files (config, port files, logs) go to
+// $TEST_TMPDIR (or /tmp), named after Start's `name`, which is also the
+// cluster id (etcd key prefix).
+//
+// Thread safety: none.
+#ifndef PS_TESTS_REPLICATION_REPLICATED_SHARD_H_
+#define PS_TESTS_REPLICATION_REPLICATED_SHARD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "common/config.h"
+#include "server/replication/etcd_client.h"
+#include "server/replication/local_etcd.h"
+#include "server/replication/primary_resolver.h"
+#include "tests/replication/child_process.h"
+
+namespace ps::testing {
+
+class ReplicatedShard {
+ public:
+  struct Options {
+    std::string auth_token;     // the cluster's bearer token ("" = none)
+    uint64_t table_size = 256;  // floats of the dense table
+  };
+
+  // Starts etcd and writes the config; no replica runs yet.
+  absl::Status Start(const std::string& name, const Options& options);
+  absl::Status Start(const std::string& name);  // default Options
+
+  // Starts a replica; returns its index here (its address: address(i)).
+  absl::StatusOr<int> AddReplica();
+
+  // The in_sync set in etcd.
+  std::vector<std::string> InSync() const;
+
+  // Waits until the primary is `primary` and in_sync holds exactly `ids`.
+  absl::Status WaitFor(const std::string& primary,
+                       std::vector<std::string> ids,
+                       absl::Duration timeout);
+
+  // A client (not a worker) that follows the primary.
+  absl::StatusOr<std::unique_ptr<Client>> Connect() const;
+
+  const std::string& address(int i) const { return addresses_[i]; }
+  ChildProcess* replica(int i) { return replicas_[i].get(); }
+  std::string Log(int i) const;
+  const replication::PrimaryResolver& resolver() const { return *resolver_; }
+  const ClusterConfig& config() const { return config_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<replication::LocalEtcd> etcd_;
+  std::string config_path_;
+  ClusterConfig config_;
+  std::unique_ptr<replication::PrimaryResolver> resolver_;
+  std::unique_ptr<replication::EtcdClient> etcd_client_;
+  std::vector<std::unique_ptr<ChildProcess>> replicas_;
+  std::vector<std::string> addresses_;
+  std::vector<std::string> logs_;
+};
+
+// $TEST_TMPDIR, or /tmp outside Bazel's tests.
+std::string TestTempDirOrTmp();
+// The whole file at `path` ("" when unreadable).
+std::string ReadWholeFile(const std::string& path);
+
+}  // namespace ps::testing
+
+#endif  // PS_TESTS_REPLICATION_REPLICATED_SHARD_H_
