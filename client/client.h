@@ -94,6 +94,8 @@ struct ClientOptions {
   // replication::PrimaryResolver). Data requests then follow the primary:
   // on a primary's death or a "not primary" answer they are resent to the
   // primary this names, with the same ids (exactly-once). Null: servers[i].
+  // FromConfig sets it for a replicated config (a PrimaryResolver watching
+  // the config's etcd).
   std::function<std::string(int shard)> primary_address;
 
   // Options for `worker_id` (or -1) from a parsed cluster config.

@@ -10,6 +10,8 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/future.h"
 #include "common/config.h"
 #include "common/partition.h"
@@ -17,6 +19,7 @@
 #include "common/table_schema.h"
 #include "proto/membership_error.h"
 #include "proto/table_spec_conversion.h"
+#include "server/replication/primary_resolver.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
@@ -124,6 +127,24 @@ ClientOptions ClientOptions::FromConfig(const ClusterConfig& config,
   options.client = config.client;
   options.tls = config.tls;
   options.auth_token = config.auth_token;
+  if (config.replication.factor > 1) {
+    // Follow each shard's primary through etcd. The resolver lives as long
+    // as any copy of the function (the client's connections hold one).
+    absl::StatusOr<std::unique_ptr<replication::PrimaryResolver>> resolver =
+        replication::PrimaryResolver::Create(config);
+    if (resolver.ok()) {
+      std::shared_ptr<const replication::PrimaryResolver> shared =
+          *std::move(resolver);
+      options.primary_address = [shared](int shard) {
+        return shared->Address(shard);
+      };
+    } else {
+      // The config's endpoints were validated; Connect then talks to
+      // `servers` and says so if they are not primaries.
+      spdlog::warn("replicated cluster: cannot watch etcd for primaries: {}",
+                   resolver.status().ToString());
+    }
+  }
   return options;
 }
 
@@ -171,8 +192,15 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
     ServerConnection::Options conn;
     conn.address = options.servers[shard];
     if (options.primary_address) {
-      const std::string primary =
-          options.primary_address(static_cast<int>(shard));
+      // A watch of etcd knows the primary only after its first answer:
+      // wait for it (up to rpc_timeout_ms), else start from servers[shard].
+      const absl::Time deadline =
+          absl::Now() + absl::Milliseconds(options.client.rpc_timeout_ms);
+      std::string primary = options.primary_address(static_cast<int>(shard));
+      while (primary.empty() && absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(5));
+        primary = options.primary_address(static_cast<int>(shard));
+      }
       if (!primary.empty()) conn.address = primary;
       conn.resolve_address = [resolve = options.primary_address, shard] {
         return resolve(static_cast<int>(shard));

@@ -131,9 +131,8 @@ absl::Status ReplicatedShard::WaitFor(const std::string& primary,
 }
 
 absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::Connect() const {
-  ClientOptions options = ClientOptions::FromConfig(config_, -1);
-  options.primary_address = resolver_->AsFunction();
-  return Client::Connect(options);
+  // FromConfig follows the primary on its own (replication.factor 2).
+  return Client::Connect(ClientOptions::FromConfig(config_, -1));
 }
 
 absl::Status ReplicatedShard::Start(const std::string& name) {

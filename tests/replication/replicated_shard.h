@@ -51,7 +51,8 @@ class ReplicatedShard {
                        std::vector<std::string> ids,
                        absl::Duration timeout);
 
-  // A client (not a worker) that follows the primary.
+  // A client (not a worker) from the config: ClientOptions::FromConfig
+  // follows the primary by itself.
   absl::StatusOr<std::unique_ptr<Client>> Connect() const;
 
   const std::string& address(int i) const { return addresses_[i]; }

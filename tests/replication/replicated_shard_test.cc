@@ -186,6 +186,7 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
   // A client still talking straight to A (no resolver) is refused.
   ClientOptions direct = ClientOptions::FromConfig(shard.config(), -1);
   direct.servers = {shard.address(*a)};
+  direct.primary_address = nullptr;  // FromConfig's would follow B
   absl::StatusOr<std::unique_ptr<Client>> stale = Client::Connect(direct);
   ASSERT_TRUE(stale.ok()) << stale.status();
   const std::vector<float> grad(kSize, 1.0f);
