@@ -362,17 +362,35 @@ void ServerConnection::OpenStream() {
   if (first != nullptr) StartWrite(raw, std::move(first));
 }
 
-grpc::GenericStub* ServerConnection::DataStubForNewStream() {
-  if (!options_.resolve_address) return data_stub_.get();
+ServerConnection::CurrentStubs ServerConnection::CurrentFailoverStubs() {
   const std::string address = options_.resolve_address();  // outside mu_
   absl::MutexLock lock(&mu_);
   if (!address.empty() && address != data_address_) {
     data_address_ = address;
-    failover_stubs_.push_back(std::make_unique<grpc::GenericStub>(
-        grpc::CreateCustomChannel(address, credentials_, channel_args_)));
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateCustomChannel(address, credentials_, channel_args_);
+    FailoverStubs stubs;
+    stubs.data = std::make_unique<grpc::GenericStub>(channel);
+    stubs.control = proto::ParameterServer::NewStub(channel);
+    failover_stubs_.push_back(std::move(stubs));
   }
-  return failover_stubs_.empty() ? data_stub_.get()
-                                 : failover_stubs_.back().get();
+  // Elements are never removed, and a vector's growth moves the unique_ptrs,
+  // not the stubs: the stub pointers handed out stay valid.
+  if (failover_stubs_.empty()) return {};
+  return {failover_stubs_.back().data.get(),
+          failover_stubs_.back().control.get()};
+}
+
+grpc::GenericStub* ServerConnection::DataStubForNewStream() {
+  if (!options_.resolve_address) return data_stub_.get();
+  const CurrentStubs stubs = CurrentFailoverStubs();
+  return stubs.data == nullptr ? data_stub_.get() : stubs.data;
+}
+
+proto::ParameterServer::Stub* ServerConnection::stub() {
+  if (!options_.resolve_address) return stub_.get();
+  const CurrentStubs stubs = CurrentFailoverStubs();
+  return stubs.control == nullptr ? stub_.get() : stubs.control;
 }
 
 std::shared_ptr<ServerConnection::Pending> ServerConnection::NextWriteLocked(

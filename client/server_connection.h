@@ -129,7 +129,11 @@ class ServerConnection {
   std::unique_ptr<grpc::ClientContext> NewContext(
       absl::Duration timeout, bool wait_for_ready = false) const;
 
-  proto::ParameterServer::Stub* stub() const { return stub_.get(); }
+  // The stub for control RPCs. With options.resolve_address, the current
+  // primary's (re-resolved on each call, so control RPCs follow a failover
+  // as data streams do); else the connection's address. Valid as long as
+  // the connection.
+  proto::ParameterServer::Stub* stub();
   const std::string& address() const { return options_.address; }
 
   // Number of requests sent and not yet answered or failed.
@@ -154,6 +158,15 @@ class ServerConnection {
   // The data stub of the next stream: the re-resolved primary's when
   // options_.resolve_address is set, else data_stub_.
   grpc::GenericStub* DataStubForNewStream();
+  // Re-resolves the primary (outside mu_) and makes stubs for a new one;
+  // returns the current primary's stubs (owned by failover_stubs_, never
+  // freed before the connection), or nulls while the first address is
+  // current.
+  struct CurrentStubs {
+    grpc::GenericStub* data = nullptr;
+    proto::ParameterServer::Stub* control = nullptr;
+  };
+  CurrentStubs CurrentFailoverStubs() ABSL_LOCKS_EXCLUDED(mu_);
 
   void ReconnectLoop();
   // Opens a new stream and queues every pending request on it.
@@ -198,11 +211,14 @@ class ServerConnection {
   int64_t failed_attempts_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);
   int64_t streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
-  // resolve_address: where data streams go now, and every stub made for it
-  // (kept: a finished stream's call may still reference its channel).
+  // resolve_address: where requests go now, and the stubs made for every
+  // primary so far (kept: a finished call may still reference its channel).
+  struct FailoverStubs {
+    std::unique_ptr<grpc::GenericStub> data;
+    std::unique_ptr<proto::ParameterServer::Stub> control;
+  };
   std::string data_address_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<grpc::GenericStub>> failover_stubs_
-      ABSL_GUARDED_BY(mu_);
+  std::vector<FailoverStubs> failover_stubs_ ABSL_GUARDED_BY(mu_);
 
   std::thread reconnect_thread_;  // owned; joined by the destructor
 };

@@ -17,7 +17,8 @@ namespace ps::testing {
 inline uint32_t ChaosSeed() {
   uint32_t seed = static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()));
   if (const char* env = std::getenv("PS_CHAOS_SEED"); env && *env) {
-    absl::SimpleAtoi(env, &seed);
+    uint32_t replayed = 0;
+    if (absl::SimpleAtoi(env, &replayed)) seed = replayed;
   }
   std::printf("chaos seed %u (replay: PS_CHAOS_SEED=%u)\n", seed, seed);
   std::fflush(stdout);

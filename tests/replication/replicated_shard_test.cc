@@ -117,6 +117,9 @@ TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) 
       &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(*b);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(*b));
+  // Control RPCs follow the primary too (A is dead).
+  absl::StatusOr<std::vector<ShardStats>> stats = (*client)->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
   std::printf("failover: longest pause between push completions %s\n",
               absl::FormatDuration(pause).c_str());
   absl::StatusOr<std::vector<float>> after_kill = Pull(client->get());
