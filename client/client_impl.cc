@@ -188,14 +188,15 @@ absl::StatusOr<std::unique_ptr<ClientImpl>> ClientImpl::Create(
   // that waits (client/completion_poller.h).
   auto poller = std::make_shared<CompletionPoller>();
   std::vector<std::unique_ptr<ServerConnection>> connections;
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(options.client.rpc_timeout_ms);
   for (size_t shard = 0; shard < options.servers.size(); ++shard) {
     ServerConnection::Options conn;
     conn.address = options.servers[shard];
     if (options.primary_address) {
       // A watch of etcd knows the primary only after its first answer:
-      // wait for it (up to rpc_timeout_ms), else start from servers[shard].
-      const absl::Time deadline =
-          absl::Now() + absl::Milliseconds(options.client.rpc_timeout_ms);
+      // wait for it (up to rpc_timeout_ms for all shards together), else
+      // start from servers[shard].
       std::string primary = options.primary_address(static_cast<int>(shard));
       while (primary.empty() && absl::Now() < deadline) {
         absl::SleepFor(absl::Milliseconds(5));
