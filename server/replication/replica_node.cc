@@ -366,10 +366,15 @@ void ReplicaNode::TryActivate(int64_t term) {
     const std::vector<std::string> ids =
         absl::StrSplit(in_sync->kvs(0).value(), ',');
     if (std::find(ids.begin(), ids.end(), address_) == ids.end()) {
-      Fence(absl::StrCat("elected for term ", term,
-                         " but not in the shard's in_sync set [",
-                         in_sync->kvs(0).value(),
-                         "]: its state may lack acknowledged pushes"));
+      const std::string key = InSyncKey(cluster_id_, shard_->shard_index());
+      Fence(absl::StrCat(
+          "elected for term ", term, " but not in the shard's in_sync set [",
+          in_sync->kvs(0).value(),
+          "]: its state may lack acknowledged pushes. If every replica of "
+          "the shard was restarted (a new run against the same etcd), that "
+          "set is stale: remove it (etcdctl --endpoints=",
+          absl::StrJoin(config_.replication.etcd_endpoints, ","), " del ",
+          key, ") or use a new replication.cluster_id, then restart"));
       return;
     }
   }

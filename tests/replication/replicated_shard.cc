@@ -135,6 +135,19 @@ absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::Connect() const {
   return Client::Connect(ClientOptions::FromConfig(config_, -1));
 }
 
+absl::Status ReplicatedShard::SetInSync(const std::string& ids) {
+  const std::string key = replication::InSyncKey(name_, 0);
+  if (ids.empty()) {
+    etcdserverpb::DeleteRangeRequest del;
+    del.set_key(key);
+    return etcd_client_->DeleteRange(del).status();
+  }
+  etcdserverpb::PutRequest put;
+  put.set_key(key);
+  put.set_value(ids);
+  return etcd_client_->Put(put).status();
+}
+
 absl::Status ReplicatedShard::Start(const std::string& name) {
   return Start(name, Options());
 }

@@ -45,6 +45,9 @@ class ReplicatedShard {
 
   // The in_sync set in etcd.
   std::vector<std::string> InSync() const;
+  // Writes the in_sync set (comma-separated ids; "" deletes the key), e.g.
+  // a stale one as an earlier run under the same cluster id leaves.
+  absl::Status SetInSync(const std::string& ids);
 
   // Waits until the primary is `primary` and in_sync holds exactly `ids`.
   absl::Status WaitFor(const std::string& primary,
