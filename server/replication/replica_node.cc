@@ -477,6 +477,25 @@ void ReplicaNode::ReadAcks(
   }
 }
 
+namespace {
+
+// Sends `snapshot` in pieces of kSnapshotChunkBytes, each a copy of
+// `header` (term, snapshot_seq) with its piece; false when a write failed.
+bool WriteSnapshot(
+    const FollowMessage& header, const std::string& snapshot,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  for (size_t at = 0; at == 0 || at < snapshot.size();
+       at += kSnapshotChunkBytes) {
+    FollowMessage piece = header;
+    piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
+    piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
+    if (!stream->Write(piece)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 grpc::Status ReplicaNode::Follow(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
@@ -530,14 +549,7 @@ grpc::Status ReplicaNode::Follow(
       wake_ = true;
     }
   };
-  bool ok = true;
-  for (size_t at = 0; ok && (at == 0 || at < snapshot.size());
-       at += kSnapshotChunkBytes) {
-    FollowMessage piece = first;
-    piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
-    piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
-    ok = stream->Write(piece);
-  }
+  bool ok = WriteSnapshot(first, snapshot, stream);
   // Acks, read on a thread of this call's own (joined below).
   std::thread reader([&] {
     ReadAcks(link, stream);
