@@ -11,6 +11,15 @@
 #include "absl/time/clock.h"
 
 namespace ps::testing {
+namespace {
+
+// Whether every element of [begin, end) equals the first.
+bool Uniform(std::vector<float>::const_iterator begin,
+             std::vector<float>::const_iterator end) {
+  return std::all_of(begin, end, [&](float v) { return v == *begin; });
+}
+
+}  // namespace
 
 int CountingClient(const ClientOptions& options, LineChannel& channel) {
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
@@ -44,11 +53,15 @@ int CountingClient(const ClientOptions& options, LineChannel& channel) {
       absl::Status s = (*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait();
       if (!s.ok()) {
         reply = "error " + s.ToString();
-      } else if (std::all_of(values.begin(), values.end(),
-                             [&](float v) { return v == values[0]; })) {
+      } else if (Uniform(values.begin(), values.end())) {
         reply = absl::StrCat("value ", values[0]);
+      } else if (const auto half = values.begin() + values.size() / 2;
+                 Uniform(values.begin(), half) &&
+                 Uniform(half, values.end())) {
+        reply = absl::StrCat("halves ", values.front(), " ", values.back());
       } else {
-        reply = "mixed";
+        reply = absl::StrCat("mixed first ", values.front(), " last ",
+                             values.back());
       }
     } else if (words[0] == "p50" && absl::SimpleAtoi(words[1], &n) && n > 0) {
       std::vector<int64_t> us;

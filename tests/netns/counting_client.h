@@ -5,7 +5,9 @@
 // value):
 //   push N   N pushes of -1 one after the other -> "ok" | "error CODE MS MSG"
 //            (stops at the first failure; MS: how long that push took)
-//   pull     -> "value V" when every element equals V, else "mixed"
+//   pull     -> "value V" when every element equals V; else "halves A B"
+//               when the first half is all A and the second all B (with 2
+//               shards: each shard's value); else "mixed first V0 last VN"
 //   p50 N    N pulls of the table -> "p50 MICROSECONDS"
 // The first line it sends is "connected" or "error STATUS".
 #ifndef PS_TESTS_NETNS_COUNTING_CLIENT_H_
