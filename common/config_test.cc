@@ -847,5 +847,36 @@ TEST(ConfigTest, ReplicationWithoutEtcdIsAnErrorAtTheSection) {
             "name or IPv4 address (or [IPv6]) and a port in [1, 65535]");
 }
 
+constexpr char kReplicated[] =
+    "replication: {factor: 2, etcd_endpoints: [\"127.0.0.1:2379\"]}\n";
+
+TEST(ConfigTest, ReplicationRefusesSyncTablesAtTheirConsistencyKey) {
+  EXPECT_EQ(ErrorOf(OneTable("    consistency: sync\n") + kReplicated),
+            "bad.yaml:7:18: tables[0].consistency: table 'w' is sync, but "
+            "replication.factor > 1 keeps only async tables (sync steps and "
+            "worker clocks are not replicated yet); set consistency: async, "
+            "or replication.factor: 1");
+  EXPECT_EQ(ErrorOf(OneTable("    consistency: ssp\n"
+                             "    staleness: 2\n") +
+                    kReplicated),
+            "bad.yaml:7:18: tables[0].consistency: table 'w' is ssp, but "
+            "replication.factor > 1 keeps only async tables (sync steps and "
+            "worker clocks are not replicated yet); set consistency: async, "
+            "or replication.factor: 1");
+  EXPECT_EQ(ParseOk(OneTable("    consistency: async\n") + kReplicated)
+                .replication.factor,
+            2);
+}
+
+TEST(ConfigTest, ReplicationRefusesACheckpointDirectory) {
+  EXPECT_EQ(ErrorOf(OneTable("") + "server: {checkpoint_dir: /ckpt}\n" +
+                    kReplicated),
+            "bad.yaml:7:26: server.checkpoint_dir: checkpoints are not "
+            "supported with replication.factor > 1 yet (every replica of a "
+            "shard would write the same shard's files; the replicas "
+            "themselves hold the copies); remove server.checkpoint_dir, or "
+            "set replication.factor: 1");
+}
+
 }  // namespace
 }  // namespace ps

@@ -47,6 +47,7 @@ Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
     : shard_index_(shard_index),
       num_shards_(static_cast<uint32_t>(config.servers.size())),
       num_workers_(config.num_workers),
+      tables_fixed_(config.replication.factor > 1),
       options_(config.server),
       backend_(std::move(backend)),
       inline_small_requests_(backend_->name() == "cpu"),
@@ -190,6 +191,13 @@ absl::StatusOr<proto::TableSpec> Shard::CreateTable(
         existing->config().name,
         "') already exists with a different spec than requested for id ",
         config.table_id, " ('", config.name, "')"));
+  }
+  if (tables_fixed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create table '", config.name,
+        "' at run time on a replicated shard (replication.factor > 1): "
+        "table creation is not replicated yet, so it would exist on the "
+        "primary only; declare it in the config's tables instead"));
   }
   RETURN_IF_ERROR(AddTable(config));
   spdlog::info("shard {}: created table '{}' (id {})", shard_index_,

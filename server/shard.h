@@ -86,7 +86,8 @@ class Shard {
 
   // Creates a table (idempotent for an identical spec). ALREADY_EXISTS when
   // the name or id is taken by a different table; INVALID_ARGUMENT for a bad
-  // spec. Returns the table's spec.
+  // spec; FAILED_PRECONDITION for a new table of a replicated shard.
+  // Returns the table's spec.
   absl::StatusOr<proto::TableSpec> CreateTable(const proto::TableSpec& spec);
 
   // Membership (server/worker_registry.h has the rules). Each fills its
@@ -197,6 +198,10 @@ class Shard {
   const uint32_t shard_index_;
   const uint32_t num_shards_;
   const int num_workers_;
+  // replication.factor > 1: only pushes are replicated, so a table created
+  // at run time would exist on the primary alone; CreateTable refuses new
+  // tables (the config's tables exist on every replica).
+  const bool tables_fixed_;
   const ServerOptions options_;
   const std::unique_ptr<UpdateBackend> backend_;
   const bool inline_small_requests_;  // CPU backend: no kernel launches

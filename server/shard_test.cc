@@ -11,6 +11,7 @@
 #include "common/bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/table_spec_conversion.h"
 
 namespace ps {
 namespace {
@@ -283,6 +284,46 @@ TEST_F(ShardTest, BarrierAndStop) {
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(pull.response.status_code(),
             static_cast<int>(absl::StatusCode::kUnavailable));
+}
+
+// Only pushes are replicated: a table created at run time would live on the
+// primary alone and vanish at failover, so a replicated shard refuses new
+// tables and still accepts the config's own (idempotent create).
+TEST(ShardTablesTest, ReplicatedShardRefusesNewTablesAtRunTime) {
+  Executor executor(1);
+  ClusterConfig config;
+  config.servers = {"127.0.0.1:1"};
+  config.replication.factor = 2;
+  config.replication.etcd_endpoints = {"127.0.0.1:2379"};
+  TableConfig declared;
+  declared.name = "declared";
+  declared.table_id = 0;
+  declared.size = 4;
+  config.tables = {declared};
+  absl::StatusOr<std::unique_ptr<Shard>> shard =
+      Shard::Create(config, 0, CreateCpuUpdateBackend(), &executor);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_TRUE((*shard)->CreateTable(ToTableSpec(declared)).ok());
+
+  TableConfig added = declared;
+  added.name = "added";
+  added.table_id = 1;
+  absl::StatusOr<proto::TableSpec> refused =
+      (*shard)->CreateTable(ToTableSpec(added));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            "cannot create table 'added' at run time on a replicated shard "
+            "(replication.factor > 1): table creation is not replicated yet, "
+            "so it would exist on the primary only; declare it in the "
+            "config's tables instead");
+  EXPECT_EQ((*shard)->FindTableById(1), nullptr);
+
+  config.replication.factor = 1;
+  shard = Shard::Create(config, 0, CreateCpuUpdateBackend(), &executor);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_TRUE((*shard)->CreateTable(ToTableSpec(added)).ok());
+  EXPECT_NE((*shard)->FindTableById(1), nullptr);
+  executor.Stop();
 }
 
 }  // namespace

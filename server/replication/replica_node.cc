@@ -6,6 +6,7 @@
 #include <deque>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -131,6 +132,9 @@ absl::Status ReplicaNode::Start(const std::string& address) {
         "on a trusted network, or replication.factor: 1");
   }
   address_ = address;
+  replica_id_ = address; (void)absl::StrCat(
+      address, "/",
+      absl::Hex(absl::Uniform<uint64_t>(absl::BitGen()), absl::kZeroPad16));
   EtcdClientOptions etcd;
   etcd.endpoints = config_.replication.etcd_endpoints;
   etcd.keepalive_time = absl::Seconds(1);
@@ -144,8 +148,8 @@ absl::Status ReplicaNode::Start(const std::string& address) {
   elector_ = std::make_unique<Elector>(etcd_.get(), election,
                                        [this](const RoleState&) { Wake(); });
   control_thread_ = std::thread([this] { ControlLoop(); });
-  spdlog::info("shard {}: replica {} campaigning under {} (etcd {})",
-               shard_->shard_index(), address_, election.prefix,
+  spdlog::info("shard {}: replica {} (id {}) campaigning under {} (etcd {})",
+               shard_->shard_index(), address_, replica_id_, election.prefix,
                absl::StrJoin(etcd.endpoints, ","));
   return absl::OkStatus();
 }
@@ -365,7 +369,7 @@ void ReplicaNode::TryActivate(int64_t term) {
   if (in_sync->kvs_size() > 0) {
     const std::vector<std::string> ids =
         absl::StrSplit(in_sync->kvs(0).value(), ',');
-    if (std::find(ids.begin(), ids.end(), address_) == ids.end()) {
+    if (std::find(ids.begin(), ids.end(), replica_id_) == ids.end()) {
       const std::string key = InSyncKey(cluster_id_, shard_->shard_index());
       Fence(absl::StrCat(
           "elected for term ", term, " but not in the shard's in_sync set [",
@@ -391,7 +395,7 @@ void ReplicaNode::TryActivate(int64_t term) {
 }
 
 bool ReplicaNode::PublishInSync() {
-  std::vector<std::string> ids = {address_};
+  std::vector<std::string> ids = {replica_id_};
   std::vector<std::shared_ptr<Link>> dropped;
   {
     absl::MutexLock lock(&mu_);
@@ -621,7 +625,7 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
                                       Replication::Stub* stub) {
   auto stream = stub->Follow(context);
   FollowRequest hello;
-  hello.set_replica_id(address_);
+  hello.set_replica_id(replica_id_);
   if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
   FollowMessage message;
   bool restored = false;

@@ -74,7 +74,7 @@ tables:
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> ReplicatedShard::AddReplica() {
+absl::StatusOr<int> ReplicatedShard::AddReplica(int port) {
   const int i = static_cast<int>(replicas_.size());
   const std::string port_file =
       absl::StrCat(TestTempDirOrTmp(), "/", name_, "_replica", i, ".port");
@@ -82,12 +82,13 @@ absl::StatusOr<int> ReplicatedShard::AddReplica() {
   logs_.push_back(absl::StrCat(TestTempDirOrTmp(), "/", name_, "_replica", i, ".log"));
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(
       {RunfilePath("server/ps_server"), "--config", config_path_, "--index",
-       "0", "--listen", "127.0.0.1:0", "--port_file", port_file},
+       "0", "--listen", absl::StrCat("127.0.0.1:", port), "--port_file",
+       port_file},
       logs_.back());
   if (!child.ok()) return child.status();
   replicas_.push_back(*std::move(child));
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  int port = 0;
+  port = 0;
   while (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWholeFile(port_file)),
                            &port) ||
          port == 0) {
@@ -106,7 +107,11 @@ std::vector<std::string> ReplicatedShard::InSync() const {
   range.set_key(replication::InSyncKey(name_, 0));
   absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_client_->Range(range);
   if (!r.ok() || r->kvs_size() == 0) return {};
-  return absl::StrSplit(r->kvs(0).value(), ',');
+  std::vector<std::string> addresses;
+  for (absl::string_view id : absl::StrSplit(r->kvs(0).value(), ',')) {
+    addresses.emplace_back(id.substr(0, id.rfind('/')));
+  }
+  return addresses;
 }
 
 absl::Status ReplicatedShard::WaitFor(const std::string& primary,

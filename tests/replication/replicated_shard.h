@@ -40,10 +40,12 @@ class ReplicatedShard {
   absl::Status Start(const std::string& name, const Options& options);
   absl::Status Start(const std::string& name);  // default Options
 
-  // Starts a replica; returns its index here (its address: address(i)).
-  absl::StatusOr<int> AddReplica();
+  // Starts a replica on `port` (0: the OS picks); returns its index here
+  // (its address: address(i)).
+  absl::StatusOr<int> AddReplica(int port = 0);
 
-  // The in_sync set in etcd.
+  // The addresses of the replicas in the in_sync set in etcd (each id is
+  // "<address>/<incarnation>"; the incarnation is dropped here).
   std::vector<std::string> InSync() const;
   // Writes the in_sync set (comma-separated ids; "" deletes the key), e.g.
   // a stale one as an earlier run under the same cluster id leaves.

@@ -280,6 +280,45 @@ TEST(ReplicatedShardTest, StaleInSyncSetFencesAndSaysHowToClearIt) {
   EXPECT_TRUE(primary.ok()) << primary << "\n" << shard.Log(*b);
 }
 
+// Supervisors (ps_launch, Kubernetes) restart a crashed replica on the same
+// address. The restarted process starts empty; were it taken for its
+// predecessor in the in_sync set, it would be elected and serve a shard
+// without its acknowledged pushes. Its id carries an incarnation, so it is
+// not in the set: it fences itself and serves nothing.
+TEST(ReplicatedShardTest, ReplicaRestartedOnItsAddressIsNotItsPredecessor) {
+  ReplicatedShard shard;
+  ASSERT_TRUE(shard.Start("reincarnation").ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::Duration pause;
+  ASSERT_TRUE(CountingPushes(client->get(), 10, nullptr, &pause).ok());
+  client->reset();
+
+  ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+  const std::string address = shard.address(*a);
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port));
+  absl::StatusOr<int> again = shard.AddReplica(port);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(shard.address(*again), address);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (shard.Log(*again).find("fenced") == std::string::npos &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const std::string log = shard.Log(*again);
+  EXPECT_NE(log.find(absl::StrCat("not in the shard's in_sync set [", address,
+                                  "/")),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("is primary, term"), std::string::npos) << log;
+  EXPECT_EQ(shard.InSync(), std::vector<std::string>{address});
+}
+
 // A backup receives the whole shard over Follow: with a bearer token
 // configured, backups present it and join, and a caller without it is
 // refused before anything is sent.
