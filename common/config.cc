@@ -221,10 +221,14 @@ absl::Status ReadEtcdEndpoints(const YamlReader& r, const YamlField& f,
   return absl::OkStatus();
 }
 
-absl::Status CheckReplication(const YamlReader& r, const YamlSection& s,
-                              const ReplicationConfig& replication) {
-  if (replication.factor > 1 && replication.etcd_endpoints.empty()) {
-    return r.Error(s.mark(), JoinKeyPath(s.path(), "etcd_endpoints"),
+// Not a section check: ps_launch parses with etcd_endpoints_optional (it
+// starts etcd itself), which a section check cannot see.
+absl::Status CheckEtcdEndpoints(const YamlReader& r, const YAML::Node& root,
+                                const ReplicationConfig& replication,
+                                const ConfigParseOptions& options) {
+  if (replication.factor > 1 && replication.etcd_endpoints.empty() &&
+      !options.etcd_endpoints_optional) {
+    return r.Error(root["replication"].Mark(), "replication.etcd_endpoints",
                    "required when replication.factor > 1 (roles and terms "
                    "live in etcd)",
                    "list etcd's client endpoints, e.g. etcd_endpoints: "
@@ -257,8 +261,7 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
          StringKey<R>("cluster_id", &R::cluster_id,
                       "a string (\"\" = the config file's stem)",
                       "etcd key prefix /ps/<cluster_id>/, so clusters can "
-                      "share one etcd")},
-        &CheckReplication};
+                      "share one etcd")}};
   }();
   return *spec;
 }
@@ -663,7 +666,8 @@ const TableConfig* ClusterConfig::FindTable(const std::string& name) const {
 }
 
 absl::StatusOr<ClusterConfig> ParseClusterConfig(
-    const std::string& yaml_text, const std::string& source_name) {
+    const std::string& yaml_text, const std::string& source_name,
+    const ConfigParseOptions& options) {
   const YamlReader reader(source_name);
   ASSIGN_OR_RETURN(YAML::Node root, reader.Load(yaml_text));
   const SectionSpec<ClusterConfig>& top = TopLevel();
@@ -682,6 +686,7 @@ absl::StatusOr<ClusterConfig> ParseClusterConfig(
   config.source_path = source_name;
   RETURN_IF_ERROR(
       ReadSection(reader, YamlField{"", root, root.Mark()}, top, &config));
+  RETURN_IF_ERROR(CheckEtcdEndpoints(reader, root, config.replication, options));
   return config;
 }
 

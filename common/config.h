@@ -90,9 +90,16 @@ struct ClusterConfig {
 //   "<file>:<line>:<column>: <key path>: <problem>; <what is allowed>"
 absl::StatusOr<ClusterConfig> LoadClusterConfig(const std::string& path);
 
+struct ConfigParseOptions {
+  // Accept replication.factor > 1 without replication.etcd_endpoints: for
+  // ps_launch, which then starts a local etcd and fills them in.
+  bool etcd_endpoints_optional = false;
+};
+
 // Same, from YAML text; `source_name` stands in for the file name in messages.
-absl::StatusOr<ClusterConfig> ParseClusterConfig(const std::string& yaml_text,
-                                                 const std::string& source_name);
+absl::StatusOr<ClusterConfig> ParseClusterConfig(
+    const std::string& yaml_text, const std::string& source_name,
+    const ConfigParseOptions& options = {});
 
 const char* DeviceKindName(DeviceKind kind);
 

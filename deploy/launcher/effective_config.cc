@@ -78,6 +78,9 @@ std::string Emit(const YAML::Node& root) {
   return std::string(out.c_str()) + "\n";
 }
 
+// A replicated config may leave etcd to the launcher (needs_local_etcd).
+constexpr ConfigParseOptions kLaunchParse{/*etcd_endpoints_optional=*/true};
+
 }  // namespace
 
 absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
@@ -85,7 +88,7 @@ absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
     const ConfigOverrides& overrides) {
   // Validate the input first so its errors carry the user's line numbers.
   ASSIGN_OR_RETURN(ClusterConfig original,
-                   ParseClusterConfig(yaml_text, source));
+                   ParseClusterConfig(yaml_text, source, kLaunchParse));
   ASSIGN_OR_RETURN(YAML::Node root, Load(yaml_text, source));
   EffectiveConfig out;
   out.source_ = source;
@@ -127,17 +130,28 @@ absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
   out.yaml_ = Emit(root);
   ASSIGN_OR_RETURN(
       out.config_,
-      ParseClusterConfig(out.yaml_, absl::StrCat(source, " (with overrides)")));
+      ParseClusterConfig(out.yaml_, absl::StrCat(source, " (with overrides)"),
+                         kLaunchParse));
   return out;
 }
 
-std::string EffectiveConfig::Render(
-    const std::vector<std::string>& addresses) const {
+bool EffectiveConfig::needs_local_etcd() const {
+  return config_.replication.factor > 1 &&
+         config_.replication.etcd_endpoints.empty();
+}
+
+std::string EffectiveConfig::Render(const std::vector<std::string>& addresses,
+                                    const std::string& etcd_endpoint) const {
   absl::StatusOr<YAML::Node> root = Load(yaml_, source_);
   // yaml_ was emitted and parsed by Create(), so it loads.
   YAML::Node servers(YAML::NodeType::Sequence);
   for (const std::string& a : addresses) servers.push_back(a);
   (*root)["cluster"]["servers"] = servers;
+  if (!etcd_endpoint.empty()) {
+    YAML::Node endpoints(YAML::NodeType::Sequence);
+    endpoints.push_back(etcd_endpoint);
+    (*root)["replication"]["etcd_endpoints"] = endpoints;
+  }
   return Emit(*root);
 }
 

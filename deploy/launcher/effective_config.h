@@ -32,8 +32,9 @@ struct ConfigOverrides {
 class EffectiveConfig {
  public:
   // Applies `overrides` to `yaml_text` and validates the result with
-  // ParseClusterConfig. INVALID_ARGUMENT for bad YAML, a bad override or an
-  // invalid resulting config (the message says which).
+  // ParseClusterConfig (etcd endpoints optional: needs_local_etcd()).
+  // INVALID_ARGUMENT for bad YAML, a bad override or an invalid resulting
+  // config (the message says which).
   static absl::StatusOr<EffectiveConfig> Create(const std::string& yaml_text,
                                                 const std::string& source,
                                                 const ConfigOverrides& overrides);
@@ -42,8 +43,15 @@ class EffectiveConfig {
   // The validated config (with placeholder server addresses).
   const ClusterConfig& config() const { return config_; }
 
-  // The YAML text with cluster.servers = `addresses` (num_servers() of them).
-  std::string Render(const std::vector<std::string>& addresses) const;
+  // replication.factor > 1 without etcd_endpoints: the launcher starts a
+  // local etcd and passes its endpoint to Render().
+  bool needs_local_etcd() const;
+
+  // The YAML text with cluster.servers = `addresses` (num_servers() of them)
+  // and, when `etcd_endpoint` is non-empty, replication.etcd_endpoints =
+  // [etcd_endpoint].
+  std::string Render(const std::vector<std::string>& addresses,
+                     const std::string& etcd_endpoint = "") const;
 
  private:
   std::string yaml_;  // the overridden YAML (placeholder servers)

@@ -24,12 +24,14 @@ absl::StatusOr<std::string> MakeTempDir() {
   return tmpl;
 }
 
-void RemoveTempDir(const std::string& dir, int num_servers) {
-  for (int i = 0; i < num_servers; ++i) {
+void RemoveTempDir(const std::string& dir, int num_server_processes) {
+  for (int i = 0; i < num_server_processes; ++i) {
     unlink(absl::StrCat(dir, "/port_", i).c_str());
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir + "/checkpoints", ignored);
+  std::filesystem::remove_all(dir + "/etcd", ignored);
+  unlink((dir + "/etcd.log").c_str());
   unlink((dir + "/cluster.servers.yaml").c_str());
   unlink((dir + "/cluster.yaml").c_str());
   rmdir(dir.c_str());

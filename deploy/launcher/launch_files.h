@@ -15,9 +15,10 @@ namespace ps::launcher {
 absl::StatusOr<std::string> MakeTempDir();
 
 // Removes the files the launcher wrote into `dir` (and the servers'
-// checkpoints under <dir>/checkpoints, when the launcher put them there),
-// then `dir`. Anything else in `dir` stays, and so does `dir` then.
-void RemoveTempDir(const std::string& dir, int num_servers);
+// checkpoints under <dir>/checkpoints, when the launcher put them there, and
+// its etcd's <dir>/etcd and <dir>/etcd.log), then `dir`. Anything else in
+// `dir` stays, and so does `dir` then.
+void RemoveTempDir(const std::string& dir, int num_server_processes);
 
 // mkdir -p. INTERNAL naming the directory that could not be made.
 absl::Status MakeDirs(const std::string& path);

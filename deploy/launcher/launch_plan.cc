@@ -59,11 +59,20 @@ absl::Status PrepareIn(const LaunchOptions& options, LaunchPlan* plan) {
   const ClusterConfig& config = plan->effective.config();
   const bool restarts =
       options.restarts.max_restarts > 0 || options.kill_server >= 0;
-  if (restarts && (config.server.checkpoint_dir.empty() ||
-                   config.server.checkpoint_interval_s <= 0)) {
+  ConfigOverrides overrides = options.overrides;
+  bool overridden = false;
+  if (plan->replicas > 1) {
+    // A restarted replica catches up from the others (replicated configs
+    // have no checkpoints). Its own etcd keys for every launch, so no
+    // earlier run's in_sync set is found.
+    if (config.replication.cluster_id.empty()) {
+      overrides.sets.push_back("replication.cluster_id=" + plan->job_id);
+      overridden = true;
+    }
+  } else if (restarts && (config.server.checkpoint_dir.empty() ||
+                          config.server.checkpoint_interval_s <= 0)) {
     // A restarted server restores its newest checkpoint: make sure there
     // are checkpoints, and recent ones.
-    ConfigOverrides overrides = options.overrides;
     if (config.server.checkpoint_dir.empty()) {
       overrides.checkpoint_dir = plan->tmp_dir + "/checkpoints";
       plan->launcher_checkpoints = true;
@@ -71,29 +80,45 @@ absl::Status PrepareIn(const LaunchOptions& options, LaunchPlan* plan) {
     if (config.server.checkpoint_interval_s <= 0) {
       overrides.checkpoint_interval_s = kSupervisedCheckpointIntervalS;
     }
+    overridden = true;
+  }
+  if (overridden) {
     ASSIGN_OR_RETURN(plan->effective,
                      EffectiveConfig::Create(options.config_text,
                                              options.config_source, overrides));
   }
-  std::vector<std::string> placeholders;
-  for (int i = 0; i < plan->num_servers; ++i) {
-    placeholders.push_back(absl::StrCat("127.0.0.1:", 1 + i));
-  }
+  plan->launcher_etcd = plan->effective.needs_local_etcd();
   plan->server_config = plan->tmp_dir + "/cluster.servers.yaml";
   plan->worker_config = plan->tmp_dir + "/cluster.yaml";
-  return WriteTextFile(plan->server_config,
-                       plan->effective.Render(placeholders));
+  // With the launcher's etcd, written once it serves (its port is known).
+  if (plan->launcher_etcd) return absl::OkStatus();
+  return plan->WriteServerConfig("");
 }
 
 }  // namespace
 
+std::string LaunchPlan::ServerName(int p) const {
+  if (replicas == 1) return absl::StrCat("server ", p);
+  return absl::StrCat("server ", p / replicas, ".", p % replicas);
+}
+
 std::vector<std::string> LaunchPlan::ServerArgs(const LaunchOptions& options,
-                                                int i,
+                                                int p,
                                                 const std::string& port) const {
   return {options.server_bin, "--config=" + server_config,
-          absl::StrCat("--index=", i),
+          absl::StrCat("--index=", p / replicas),
           absl::StrCat("--listen=127.0.0.1:", port),
-          absl::StrCat("--port_file=", tmp_dir, "/port_", i)};
+          absl::StrCat("--port_file=", tmp_dir, "/port_", p)};
+}
+
+absl::Status LaunchPlan::WriteServerConfig(
+    const std::string& etcd_endpoint) const {
+  std::vector<std::string> placeholders;
+  for (int i = 0; i < num_servers; ++i) {
+    placeholders.push_back(absl::StrCat("127.0.0.1:", 1 + i));
+  }
+  return WriteTextFile(server_config,
+                       effective.Render(placeholders, etcd_endpoint));
 }
 
 std::vector<std::string> LaunchPlan::WorkerArgs(const LaunchOptions& options,
@@ -128,6 +153,7 @@ absl::StatusOr<LaunchPlan> Prepare(const LaunchOptions& options) {
                                            options.overrides));
   RETURN_IF_ERROR(ValidateOptions(options, plan.effective));
   plan.num_servers = plan.effective.num_servers();
+  plan.replicas = plan.effective.config().replication.factor;
   plan.num_workers = plan.effective.config().num_workers;
   plan.job_id = absl::StrCat(
       "launch-", absl::Hex(absl::Uniform<uint64_t>(absl::BitGen()),
@@ -139,7 +165,7 @@ absl::StatusOr<LaunchPlan> Prepare(const LaunchOptions& options) {
   }
   ASSIGN_OR_RETURN(plan.tmp_dir, MakeTempDir());
   if (absl::Status s = PrepareIn(options, &plan); !s.ok()) {
-    RemoveTempDir(plan.tmp_dir, plan.num_servers);
+    RemoveTempDir(plan.tmp_dir, plan.num_server_processes());
     return s;
   }
   return plan;

@@ -15,7 +15,10 @@ namespace ps::launcher {
 
 struct LaunchPlan {
   EffectiveConfig effective;
-  int num_servers = 0;
+  int num_servers = 0;  // shards
+  // replication.factor: server processes per shard (each started with the
+  // shard's --index; etcd elects the primary).
+  int replicas = 1;
   int num_workers = 0;
   int blas_threads = 1;
   std::string tmp_dir;
@@ -23,13 +26,25 @@ struct LaunchPlan {
   std::string worker_config;  // written once the servers' ports are known
   // Whether the launcher chose server.checkpoint_dir (under tmp_dir).
   bool launcher_checkpoints = false;
+  // Whether the launcher starts etcd (a replicated config that names none):
+  // then server_config is written once etcd serves (WriteServerConfig).
+  bool launcher_etcd = false;
   // A random id of this launch, the workers' $PS_JOB_ID: servers that
   // outlive it tell its workers from the next launch's (client/client.h).
   std::string job_id;
 
-  // Server `i`'s command line, listening on `port` ("0": the OS picks).
-  std::vector<std::string> ServerArgs(const LaunchOptions& options, int i,
+  int num_server_processes() const { return num_servers * replicas; }
+  // Server process `p` (in [0, num_server_processes())) is replica
+  // p % replicas of shard p / replicas. Its name: "server <shard>", or
+  // "server <shard>.<replica>" when replicated.
+  std::string ServerName(int p) const;
+  // Server process `p`'s command line, listening on `port` ("0": the OS
+  // picks), writing its port to tmp_dir/port_<p>.
+  std::vector<std::string> ServerArgs(const LaunchOptions& options, int p,
                                       const std::string& port) const;
+  // Writes server_config (placeholder addresses; a non-empty
+  // `etcd_endpoint` becomes replication.etcd_endpoints).
+  absl::Status WriteServerConfig(const std::string& etcd_endpoint) const;
   // Worker `w`'s command line and extra environment (the worker contract).
   std::vector<std::string> WorkerArgs(const LaunchOptions& options,
                                       int w) const;

@@ -21,10 +21,12 @@
 #include "deploy/launcher/launch_files.h"
 #include "deploy/launcher/launch_plan.h"
 #include "deploy/launcher/process_set.h"
+#include "deploy/launcher/replication_watch.h"
 #include "deploy/launcher/report.h"
 #include "deploy/launcher/run_files.h"
 #include "deploy/launcher/stall_detector.h"
 #include "deploy/launcher/supervisor.h"
+#include "server/replication/local_etcd.h"
 
 namespace ps::launcher {
 namespace {
@@ -34,6 +36,8 @@ using Member = ProcessSet::Member;
 
 // How long the stall report waits for the shards' GetStats.
 constexpr int64_t kStatusTimeoutMs = 3000;
+// How often a replicated cluster's in_sync sets are read while training.
+constexpr double kReplicationPollS = 0.25;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -75,6 +79,9 @@ class LaunchRun {
 
  private:
   void AnnounceStart();
+  // Starts etcd when the plan says so (launcher_etcd) and writes the
+  // servers' config with its endpoint.
+  absl::Status StartEtcd();
   absl::Status StartServers();  // and wait for their port files
   absl::Status WaitReady();     // the client handshake with every shard
   absl::StatusOr<LaunchResult> ServeUntilInterrupted();  // servers_only
@@ -89,6 +96,13 @@ class LaunchRun {
   void ReportStall(const StallDetector::Verdict& verdict,
                    const std::string& names);
   void MaybeInjectKill();
+  // Replicated clusters: relays the shards' in_sync changes.
+  void ReportReplication();
+  // The first replica's address of each shard (cluster.servers of the
+  // workers' config).
+  std::vector<std::string> ShardAddresses() const;
+  // config_ with the live addresses and etcd endpoint.
+  ClusterConfig LiveConfig() const;
 
   // Relays one output line; feeds the workers' protocol lines to the report
   // and the stall detector.
@@ -103,13 +117,18 @@ class LaunchRun {
   const ClusterConfig& config_;
   RunReport report_;
   Console console_;
+  // Declared before processes_: etcd outlives the servers that use it.
+  std::unique_ptr<replication::LocalEtcd> etcd_;
+  std::string etcd_endpoint_;  // "" = the config's etcd_endpoints
   ProcessSet processes_;
   Supervisor supervisor_;
   StallDetector stall_;
   LaunchResult result_;
   const Clock::time_point start_ = Clock::now();
   double wall_s_ = 0;  // from start_ until every worker finished
-  std::vector<std::string> addresses_;
+  std::vector<std::string> addresses_;  // by server process
+  std::unique_ptr<ReplicationWatch> replication_;  // replicated clusters
+  double last_replication_poll_s_ = 0;
   std::vector<Clock::time_point> worker_first_start_;
   // When the first worker START line arrived (training started), if it did.
   std::optional<Clock::time_point> training_started_;
@@ -118,6 +137,7 @@ class LaunchRun {
 
 absl::StatusOr<LaunchResult> LaunchRun::Run() {
   AnnounceStart();
+  RETURN_IF_ERROR(StartEtcd());
   RETURN_IF_ERROR(StartServers());
   RETURN_IF_ERROR(WaitReady());
   if (options_.servers_only) return ServeUntilInterrupted();
@@ -148,6 +168,13 @@ void LaunchRun::AnnounceStart() {
   console_.Message(absl::StrFormat("%s; config %s; temporary files in %s",
                                    what, options_.config_source,
                                    plan_.tmp_dir));
+  if (plan_.replicas > 1) {
+    console_.Message(absl::StrFormat(
+        "replication.factor %d: %d server processes (servers \"server "
+        "<shard>.<replica>\"), primaries elected through etcd%s",
+        plan_.replicas, plan_.num_server_processes(),
+        plan_.launcher_etcd ? " (started by the launcher)" : ""));
+  }
   if (plan_.launcher_checkpoints) {
     console_.Message(absl::StrFormat(
         "servers checkpoint to %s/checkpoints every %d s, so that a "
@@ -156,20 +183,45 @@ void LaunchRun::AnnounceStart() {
   }
 }
 
+absl::Status LaunchRun::StartEtcd() {
+  if (!plan_.launcher_etcd) return absl::OkStatus();
+  replication::LocalEtcdOptions options;
+  options.data_dir = plan_.tmp_dir + "/etcd";
+  options.log_path = plan_.tmp_dir + "/etcd.log";
+  absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
+      replication::LocalEtcd::Start(options);
+  if (!etcd.ok()) {
+    return Failed(absl::Status(
+        etcd.status().code(),
+        absl::StrCat("cannot start etcd for replication.factor ",
+                     plan_.replicas, ": ", etcd.status().message())));
+  }
+  etcd_ = *std::move(etcd);
+  etcd_endpoint_ = etcd_->endpoint();
+  console_.Message(absl::StrCat("etcd serving at ", etcd_endpoint_, " (pid ",
+                                etcd_->pid(), "; log ", options.log_path,
+                                ")"));
+  if (absl::Status s = plan_.WriteServerConfig(etcd_endpoint_); !s.ok()) {
+    return Failed(s);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LaunchRun::StartServers() {
-  for (int i = 0; i < plan_.num_servers; ++i) {
-    Member* m = processes_.Add(absl::StrCat("server ", i), false, i,
+  const int processes = plan_.num_server_processes();
+  for (int i = 0; i < processes; ++i) {
+    Member* m = processes_.Add(plan_.ServerName(i), false, i,
                                plan_.ServerArgs(options_, i, "0"), {});
     RETURN_IF_ERROR(processes_.Start(m));
   }
-  addresses_.assign(plan_.num_servers, "");
+  addresses_.assign(processes, "");
   int ready = 0;
-  while (ready < plan_.num_servers) {
+  while (ready < processes) {
     if (processes_.Pump(50)) return Interrupted();
     for (Member* m : processes_.TakeExited()) {
       return Failed(supervisor_.OnExit(m));  // not ready: fails
     }
-    for (int i = 0; i < plan_.num_servers; ++i) {
+    for (int i = 0; i < processes; ++i) {
       if (!addresses_[i].empty()) continue;
       if (auto port = ReadPortFile(absl::StrCat(plan_.tmp_dir, "/port_", i))) {
         addresses_[i] = absl::StrCat("127.0.0.1:", *port);
@@ -180,7 +232,7 @@ absl::Status LaunchRun::StartServers() {
         ++ready;
       }
     }
-    if (ready < plan_.num_servers &&
+    if (ready < processes &&
         SecondsSince(start_) > options_.startup_timeout_s) {
       return Failed(absl::DeadlineExceededError(absl::StrCat(
           "the servers did not report their ports within ",
@@ -188,13 +240,28 @@ absl::Status LaunchRun::StartServers() {
     }
   }
   return WriteTextFile(plan_.worker_config,
-                       plan_.effective.Render(addresses_));
+                       plan_.effective.Render(ShardAddresses(), etcd_endpoint_));
+}
+
+std::vector<std::string> LaunchRun::ShardAddresses() const {
+  std::vector<std::string> shards;
+  for (int i = 0; i < plan_.num_servers; ++i) {
+    shards.push_back(addresses_[i * plan_.replicas]);
+  }
+  return shards;
+}
+
+ClusterConfig LaunchRun::LiveConfig() const {
+  ClusterConfig live = config_;
+  live.servers = ShardAddresses();
+  if (!etcd_endpoint_.empty()) {
+    live.replication.etcd_endpoints = {etcd_endpoint_};
+  }
+  return live;
 }
 
 absl::Status LaunchRun::WaitReady() {
-  ClusterConfig ready_config = config_;
-  ready_config.servers = addresses_;
-  ClientOptions client_options = ClientOptions::FromConfig(ready_config, -1);
+  ClientOptions client_options = ClientOptions::FromConfig(LiveConfig(), -1);
   client_options.client.rpc_timeout_ms = static_cast<int64_t>(
       std::max(1.0, options_.startup_timeout_s - SecondsSince(start_)) * 1000);
   absl::StatusOr<std::unique_ptr<Client>> client =
@@ -207,23 +274,45 @@ absl::Status LaunchRun::WaitReady() {
     return Failed(absl::UnavailableError(absl::StrCat(
         "the servers did not become ready: ", client.status().ToString())));
   }
+  if (plan_.replicas > 1) {
+    // Workers start on fully replicated shards, so the first failover
+    // already has an in_sync backup to elect.
+    absl::StatusOr<std::unique_ptr<ReplicationWatch>> watch =
+        ReplicationWatch::Create(LiveConfig());
+    if (!watch.ok()) return Failed(watch.status());
+    replication_ = *std::move(watch);
+    const double left =
+        std::max(1.0, options_.startup_timeout_s - SecondsSince(start_));
+    if (absl::Status s = replication_->WaitFullyReplicated(
+            absl::Seconds(left));
+        !s.ok()) {
+      return Failed(s);
+    }
+  }
   for (const std::unique_ptr<Member>& m : processes_.members()) {
     m->ready = true;  // from now on a server's exit is a crash to restart
   }
   console_.Message(absl::StrCat(
       "servers ready at ", absl::StrJoin(addresses_, ", "), " after ",
       absl::StrFormat("%.2f", SecondsSince(start_)), " s",
+      plan_.replicas > 1
+          ? absl::StrCat(" (every shard's ", plan_.replicas,
+                         " replicas in sync)")
+          : "",
       options_.servers_only ? "" : "; starting the workers"));
   return absl::OkStatus();
 }
 
 absl::StatusOr<LaunchResult> LaunchRun::ServeUntilInterrupted() {
-  console_.Print(absl::StrCat("SERVERS ", absl::StrJoin(addresses_, ","),
+  console_.Print(absl::StrCat("SERVERS ", absl::StrJoin(ShardAddresses(), ","),
                               " config=", plan_.worker_config));
   console_.Message(
       "serving until interrupted (Ctrl-C or SIGTERM); run your workers with "
       "that config");
-  while (!processes_.Pump(200)) RETURN_IF_ERROR(HandleExits());
+  while (!processes_.Pump(200)) {
+    RETURN_IF_ERROR(HandleExits());
+    ReportReplication();
+  }
   console_.Message("interrupted; stopping the servers");
   processes_.Stop(false, 15.0);
   processes_.TakeExited();
@@ -250,6 +339,7 @@ absl::Status LaunchRun::Supervise() {
     console_.MaybePlainProgress(true);
     MaybeInjectKill();
     RETURN_IF_ERROR(HandleExits());
+    ReportReplication();
     RETURN_IF_ERROR(CheckStall());
   }
   console_.EndBar();
@@ -264,6 +354,10 @@ absl::Status LaunchRun::Supervise() {
 absl::Status LaunchRun::HandleExits() {
   for (Member* m : processes_.TakeExited()) {
     if (m->is_worker) stall_.Forget(m->index);
+    if (!m->is_worker && replication_ != nullptr) {
+      replication_->ReplicaExited(m->index / plan_.replicas,
+                                  addresses_[m->index]);
+    }
     if (absl::Status s = supervisor_.OnExit(m); !s.ok()) return Failed(s);
   }
   absl::StatusOr<std::vector<Member*>> restarted = supervisor_.RestartDue();
@@ -308,10 +402,8 @@ void LaunchRun::ReportStall(const StallDetector::Verdict& verdict,
       processes.push_back({m->name, -1, ExitText(m->process->wstatus())});
     }
   }
-  ClusterConfig status_config = config_;
-  status_config.servers = addresses_;
   for (const std::string& line :
-       ClusterStatusLines(status_config, processes, kStatusTimeoutMs)) {
+       ClusterStatusLines(LiveConfig(), processes, kStatusTimeoutMs)) {
     console_.Message(absl::StrCat("status: ", line));
   }
 }
@@ -321,13 +413,38 @@ void LaunchRun::MaybeInjectKill() {
       SecondsSince(*training_started_) < options_.kill_after_s) {
     return;
   }
-  Member* m = processes_.Find(false, options_.kill_server);
+  Member* m = nullptr;
+  std::string role;
+  if (plan_.replicas == 1) {
+    m = processes_.Find(false, options_.kill_server);
+  } else {
+    // The shard's primary: the kill that needs a failover.
+    const std::string primary = replication_->Primary(options_.kill_server);
+    const int first = options_.kill_server * plan_.replicas;
+    for (int p = first; p < first + plan_.replicas; ++p) {
+      if (addresses_[p] == primary) m = processes_.Find(false, p);
+    }
+    if (m == nullptr) return;  // between primaries: try again
+    role = absl::StrCat(", primary of shard ", options_.kill_server);
+  }
   const pid_t pid = m->running() ? supervisor_.InjectKill(m) : -1;
   console_.ClearBar();
   console_.Message(absl::StrFormat(
-      "chaos: SIGKILL %s (pid %d) %.1f s after training started", m->name,
-      pid, options_.kill_after_s));
+      "chaos: SIGKILL %s (pid %d%s) %.1f s after training started", m->name,
+      pid, role, options_.kill_after_s));
   kill_pending_ = false;
+}
+
+void LaunchRun::ReportReplication() {
+  if (replication_ == nullptr ||
+      SecondsSince(start_) < last_replication_poll_s_ + kReplicationPollS) {
+    return;
+  }
+  last_replication_poll_s_ = SecondsSince(start_);
+  for (const std::string& line : replication_->Changes()) {
+    console_.ClearBar();
+    console_.Message(line);
+  }
 }
 
 void LaunchRun::StopServers() {
@@ -432,10 +549,13 @@ absl::Status LaunchRun::Failed(absl::Status status) {
 }
 
 void LaunchRun::CleanUp() {
+  // Every server has stopped by now; etcd goes last.
+  replication_.reset();
+  etcd_.reset();
   if (options_.keep_tmp) {
     console_.Message(absl::StrCat("temporary files kept in ", plan_.tmp_dir));
   } else {
-    RemoveTempDir(plan_.tmp_dir, plan_.num_servers);
+    RemoveTempDir(plan_.tmp_dir, plan_.num_server_processes());
   }
 }
 

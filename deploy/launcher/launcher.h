@@ -29,6 +29,18 @@
 // server mid-training; the supervisor restarts it (outside the budget) and
 // the job goes on.
 //
+// Replication (replication.factor R > 1): R server processes per shard
+// ("server <shard>.<replica>", each with the shard's --index); when the
+// config names no etcd_endpoints the launcher starts etcd (LocalEtcd, data
+// in the temporary directory) and writes its endpoint into both configs;
+// replication.cluster_id defaults to the launch's job id, so no earlier
+// run's keys are found. No checkpoints are added (a restarted replica
+// catches up from the others). Workers start once every shard has all R
+// replicas in sync (replication_watch.h); while running, the launcher
+// prints "shard <i>: <n> of <R> replicas in sync" / "fully replicated
+// again" as the shards' in_sync sets change; kill_server kills shard
+// kill_server's current primary.
+//
 // Children's own log prefix is switched off ($PS_LOG_PREFIX="", see
 // common/logging.h), since the launcher labels their lines already.
 //

@@ -32,7 +32,10 @@
 // seconds after training started ("[launch] chaos: SIGKILL server I ...");
 // it is restarted on the same port, where it restores its newest
 // checkpoint; the job then runs to the end and RESULT says
-// server_restarts=1.
+// server_restarts=1. With replication.factor R > 1 the launcher runs R
+// server processes per shard ("server <shard>.<replica>"), starts etcd when
+// the config names none, waits until every shard is fully replicated, and
+// --kill_server=I kills shard I's current primary (launcher.h).
 // Exit status: 0 on success (with --servers_only: when interrupted); 1 when
 // a process failed (named in the message); 2 for a bad command line or
 // config; 130 when interrupted (SIGINT/SIGTERM).
@@ -114,7 +117,9 @@ ABSL_FLAG(double, stall_fail_s, 600,
           "job; 0 = never");
 ABSL_FLAG(double, startup_timeout_s, 60, "seconds to wait for the servers");
 ABSL_FLAG(int, kill_server, -1,
-          "fault injection: SIGKILL this server (index) --kill_after_s seconds "
+          "fault injection: SIGKILL this server (index; with "
+          "replication.factor > 1 the shard's current primary) --kill_after_s "
+          "seconds "
           "after training started (first worker START line), then restart it "
           "with the same command line and port so that it restores its newest "
           "checkpoint; the injected exit is not a failure, nor counted "

@@ -132,7 +132,7 @@ absl::Status ReplicaNode::Start(const std::string& address) {
         "on a trusted network, or replication.factor: 1");
   }
   address_ = address;
-  replica_id_ = address; (void)absl::StrCat(
+  replica_id_ = absl::StrCat(
       address, "/",
       absl::Hex(absl::Uniform<uint64_t>(absl::BitGen()), absl::kZeroPad16));
   EtcdClientOptions etcd;
@@ -294,7 +294,11 @@ void ReplicaNode::Fence(const std::string& why) {
 }
 
 void ReplicaNode::ControlLoop() {
+  // A stream that ended before its snapshot was restored is retried after
+  // this long (the leader may still be activating; see below).
+  constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
   int64_t followed_term = 0;
+  absl::Time follow_ended_at;
   while (true) {
     Role role;
     bool dirty;
@@ -310,6 +314,7 @@ void ReplicaNode::ControlLoop() {
       role = role_;
       dirty = in_sync_dirty_;
       follow_ended = follow_ended_;
+      follow_ended_at = follow_ended_at_;
     }
     const RoleState state = elector_->state();
     if (state.leader.has_value()) fence_.Observe(state.leader->create_revision);
@@ -319,6 +324,13 @@ void ReplicaNode::ControlLoop() {
       case Role::kBackup:
         if (term.has_value()) {
           TryActivate(*term);
+        } else if (role == Role::kStarting && follow_ended &&
+                   absl::Now() >= follow_ended_at + kFollowRetry) {
+          // Nothing restored yet (e.g. the leader refused the stream while
+          // it was still activating: "is starting, not primary"): this
+          // replica is still unused, so it may follow the leader again.
+          follow_thread_.join();
+          ResetFollow();
         } else if (role == Role::kStarting && state.leader.has_value() &&
                    state.leader->value != address_ && !follow_thread_.joinable()) {
           followed_term = state.leader->create_revision;
@@ -584,6 +596,11 @@ grpc::Status ReplicaNode::Follow(
   return grpc::Status::OK;
 }
 
+void ReplicaNode::ResetFollow() {
+  absl::MutexLock lock(&mu_);
+  follow_ended_ = false;
+}
+
 void ReplicaNode::FollowLoop(std::string primary_address) {
   absl::Status status = FollowOnce(primary_address);
   spdlog::warn("shard {}: replica {}: stream from primary {} ended: {}",
@@ -591,6 +608,7 @@ void ReplicaNode::FollowLoop(std::string primary_address) {
                status.ToString());
   absl::MutexLock lock(&mu_);
   follow_ended_ = true;
+  follow_ended_at_ = absl::Now();
   wake_ = true;
 }
 
@@ -692,6 +710,12 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
       return absl::DataLossError(
           absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
     }
+    // Membership is not replicated (only async tables are): entries update
+    // the parameters and the dedup window but not the worker registry, so a
+    // new primary meets the workers as a restarted shard does (they are
+    // adopted and caught up at their clocks) instead of with a registry
+    // half-learnt from pushes.
+    request->set_worker_id(-1);
     {
       absl::MutexLock lock(&mu_);
       ++applying_;

@@ -105,6 +105,8 @@ class ReplicaNode final : public Replication::Service {
   // fenced) when the guarded Txn fails.
   bool PublishInSync() ABSL_LOCKS_EXCLUDED(mu_);
   void FollowLoop(std::string primary_address);
+  // After a follow thread was joined: the next one may start.
+  void ResetFollow() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status FollowOnce(const std::string& primary_address);
   // The backup's side of one Follow stream: snapshot, then entries, acks.
   absl::Status ApplyStream(grpc::ClientContext* context,
@@ -155,6 +157,7 @@ class ReplicaNode final : public Replication::Service {
   bool in_sync_dirty_ ABSL_GUARDED_BY(mu_) = false;
   // Backup: the follow thread was started (a replica follows once).
   bool follow_ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time follow_ended_at_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* follow_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t applying_ ABSL_GUARDED_BY(mu_) = 0;  // entries submitted, not done

@@ -129,8 +129,9 @@ tables:
                       "replica 0 did not become primary: " + _read(log))
     a_proc, a, a_log = replicas[0]
     b_proc, b, b_log = replicas[1]
-    both = re.compile(r"in_sync = \[(%s,%s|%s,%s)\]" % (
-        re.escape(a), re.escape(b), re.escape(b), re.escape(a)))
+    # Ids in the in_sync set are "<address>/<incarnation>".
+    a_id, b_id = re.escape(a) + "/[0-9a-f]+", re.escape(b) + "/[0-9a-f]+"
+    both = re.compile(r"in_sync = \[(%s,%s|%s,%s)\]" % (a_id, b_id, b_id, a_id))
     _wait_for(lambda: both.search(_read(a_log)), 20,
               "the backup did not get in sync: " + _read(b_log))
 
