@@ -336,7 +336,8 @@ void ReplicaNode::ControlLoop() {
           followed_term = state.leader->create_revision;
           follow_thread_ = std::thread(
               [this, primary = state.leader->value] { FollowLoop(primary); });
-        } else if (follow_ended && state.leader.has_value() &&
+        } else if (role == Role::kBackup && follow_ended &&
+                   state.leader.has_value() &&
                    state.leader->create_revision != followed_term &&
                    state.leader->value != address_) {
           Fence(absl::StrCat("the primary changed to ", state.leader->value,

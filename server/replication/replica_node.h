@@ -7,7 +7,9 @@
 // are NOT replicated yet, so sync / ssp tables are not safe to replicate.
 //
 // Roles of this process for its shard:
-//   starting   etcd not answered yet / waiting for a leader
+//   starting   etcd not answered yet / waiting for a leader / receiving
+//              the snapshot; a stream that ends before the snapshot was
+//              restored is retried (to whoever leads then) after 200 ms
 //   backup     following the primary: snapshot restored, entries applied in
 //              sequence order, acknowledged (and then in etcd's in_sync set)
 //   primary    elected (Elector::PrimaryTerm) AND listed in the shard's

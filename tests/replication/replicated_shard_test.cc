@@ -248,6 +248,66 @@ TEST(ReplicatedShardTest, LargeShardSnapshotAndLargePushesReachTheBackup) {
   ASSERT_EQ(values[kLarge - 1], -7.0f);
 }
 
+// SIGKILL of the primary while a new replica receives its snapshot (a
+// 128 MiB shard, so the transfer takes long enough to be cut): the in_sync
+// backup takes over with every acknowledged push; the half-transferred
+// replica, which restored nothing, follows the new primary, catches up and
+// joins in_sync; killing the second primary then leaves it holding every
+// push exactly once.
+TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.table_size = 32 << 20;  // floats: 128 MiB
+  ASSERT_TRUE(shard.Start("transfer", options).ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(20)).ok());
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::Status synced = shard.WaitFor(
+      shard.address(*a), {shard.address(*a), shard.address(*b)},
+      absl::Seconds(30));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*b);
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const float start = (*initial)[0];
+  absl::Duration pause;
+  ASSERT_TRUE(CountingPushes(client->get(), 300, nullptr, &pause).ok());
+
+  // C connects; the primary logs the snapshot's size right before sending
+  // its pieces: kill it then.
+  absl::StatusOr<int> c = shard.AddReplica();
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string sending =
+      absl::StrCat("backup ", shard.address(*c), "/");
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (shard.Log(*a).find(sending) == std::string::npos &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_NE(shard.Log(*a).find(sending), std::string::npos) << shard.Log(*a);
+  ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+  EXPECT_EQ(shard.Log(*c).find("restored the primary's snapshot"),
+            std::string::npos)
+      << "the transfer finished before the kill:\n" << shard.Log(*c);
+
+  ASSERT_TRUE(CountingPushes(client->get(), 300, nullptr, &pause).ok())
+      << shard.Log(*b);
+  synced = shard.WaitFor(shard.address(*b),
+                         {shard.address(*b), shard.address(*c)},
+                         absl::Seconds(30));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*c);
+  ASSERT_TRUE(shard.replica(*b)->Signal(SIGKILL).ok());
+  absl::StatusOr<std::vector<float>> final_values = Pull(client->get());
+  ASSERT_TRUE(final_values.ok()) << final_values.status() << "\n"
+                                 << shard.Log(*c);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
+  ExpectAll(*final_values, start - 600);
+}
+
 // A whole shard restarted against the same etcd finds the in_sync set of
 // the earlier run: the elected replica is not in it, so it may lack
 // acknowledged pushes and fences itself, saying how to clear the stale set;
