@@ -17,7 +17,11 @@
 // Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
 // command line or config, including a server.checkpoint_dir where this shard
 // cannot write (checked before serving); 1 when the server cannot start, and
-// when its final checkpoint at shutdown failed (its last updates are lost).
+// when its final checkpoint at shutdown failed (its last updates are lost);
+// 3 when this replica of a replicated shard was fenced (deposed, or its
+// primary changed under it): it shuts down so that its supervisor
+// (ps_launch, Kubernetes) restarts it as a new backup, which copies the
+// primary's state (server/replication/replica_node.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -70,6 +74,10 @@ namespace {
 constexpr int kExitUsage = 2;
 constexpr int kExitStartFailure = 1;
 constexpr int kExitShutdownFailure = 1;  // the final checkpoint failed
+constexpr int kExitFenced = 3;
+// Raised by the process itself when its replica is fenced; taken by the
+// main thread's sigwait() like SIGTERM.
+constexpr int kFencedSignal = SIGUSR1;
 
 absl::StatusOr<int> ParseIndex(const std::string& text, const char* source) {
   int index = -1;
@@ -206,7 +214,8 @@ int main(int argc, char** argv) {
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
       "bad command line or config (including an unwritable "
       "server.checkpoint_dir); 1 when the server cannot start or its final "
-      "checkpoint failed.",
+      "checkpoint failed; 3 when its replica (replication.factor > 1) was "
+      "fenced, for its supervisor to restart it as a new backup.",
       {__FILE__});
   // Before any thread starts: message-sized buffers are reused, not mmapped;
   // no debug lock graph on every Mutex acquisition.
@@ -221,12 +230,14 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, kFencedSignal);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::StatusOr<Setup> setup = ReadSetup();
   if (!setup.ok())
     return Fail(kExitUsage, std::string(setup.status().message()));
   ps::InitLogging(setup->log_level, absl::StrCat("server ", setup->index));
+  setup->options.on_replica_fenced = [] { kill(getpid(), kFencedSignal); };
 
   absl::StatusOr<std::unique_ptr<ps::ParameterServerProcess>> server =
       ps::ParameterServerProcess::Create(setup->config, setup->index,
@@ -249,6 +260,13 @@ int main(int argc, char** argv) {
 
   int signal_number = 0;
   while (sigwait(&signals, &signal_number) != 0) {
+  }
+  if (signal_number == kFencedSignal) {
+    spdlog::error("this replica was fenced; shutting down (exit code {}) so "
+                  "that it is restarted as a new backup",
+                  kExitFenced);
+    (*server)->Stop();
+    return kExitFenced;
   }
   spdlog::info("received {}; shutting down",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");

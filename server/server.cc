@@ -74,7 +74,8 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
       process->service_.get(), process->shard_.get(), process->queue_.get());
   if (config.replication.factor > 1) {
     process->replica_ =
-        std::make_unique<replication::ReplicaNode>(config, shard);
+        std::make_unique<replication::ReplicaNode>(config, shard,
+                                                   options.on_replica_fenced);
     replication::ReplicaNode* replica = process->replica_.get();
     process->data_streams_->set_submit_hook(
         [replica](std::shared_ptr<const DataRequestView> request,

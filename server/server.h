@@ -15,6 +15,7 @@
 #ifndef PS_SERVER_SERVER_H_
 #define PS_SERVER_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct ServerRunOptions {
   // Restore each shard's own newest valid checkpoint even when the other
   // shards lack that id (see server/checkpoint_set.h); off by default.
   bool allow_inconsistent_restore = false;
+  // replication.factor > 1: runs once when this replica is fenced
+  // (ReplicaNode's on_fenced); ps_server exits then. May be empty.
+  std::function<void()> on_replica_fenced;
 };
 
 class ParameterServerProcess {

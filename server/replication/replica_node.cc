@@ -98,8 +98,12 @@ struct ReplicaNode::Link {
   std::deque<Entry> queue;    // sequenced, not yet written
 };
 
-ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard)
-    : config_(config), cluster_id_(ClusterIdOf(config)), shard_(shard) {}
+ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
+                         std::function<void()> on_fenced)
+    : config_(config),
+      cluster_id_(ClusterIdOf(config)),
+      shard_(shard),
+      on_fenced_(std::move(on_fenced)) {}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -273,8 +277,10 @@ void ReplicaNode::Fence(const std::string& why) {
     absl::MutexLock lock(&mu_);
     if (role_ == Role::kFenced) return;
     spdlog::error("shard {}: replica {} fenced ({} before): {}; it refuses "
-                  "every request until restarted",
-                  shard_->shard_index(), address_, RoleName(role_), why);
+                  "every request until restarted{}",
+                  shard_->shard_index(), address_, RoleName(role_), why,
+                  on_fenced_ ? " (exiting for its supervisor to restart it)"
+                             : "");
     role_ = Role::kFenced;
     fenced_reason_ = why;
     for (auto& [seq, op] : waiting_) failed.push_back(op);
@@ -291,6 +297,7 @@ void ReplicaNode::Fence(const std::string& why) {
                      " lost the primary role: ", why)));
   }
   (void)elector_->Resign();
+  if (on_fenced_) on_fenced_();
 }
 
 void ReplicaNode::ControlLoop() {

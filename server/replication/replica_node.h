@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -71,7 +72,12 @@ class ReplicaNode final : public Replication::Service {
   enum class Role { kStarting, kBackup, kPrimary, kFenced };
 
   // `shard` outlives the node. Nothing runs before Start().
-  ReplicaNode(const ClusterConfig& config, Shard* shard);
+  // `on_fenced` (may be empty) runs once when this replica is fenced, on
+  // the thread that fenced it, after the waiting pushes failed and it
+  // resigned: ps_server then exits (code 3) so that its supervisor restarts
+  // it as a new backup (rejoining is crash-only, see "fenced" above).
+  ReplicaNode(const ClusterConfig& config, Shard* shard,
+              std::function<void()> on_fenced = nullptr);
   ~ReplicaNode() override;  // Stop()
 
   // Connects to etcd and campaigns with `address` (how clients and backups
@@ -131,6 +137,7 @@ class ReplicaNode final : public Replication::Service {
   const ClusterConfig config_;
   const std::string cluster_id_;
   Shard* const shard_;
+  const std::function<void()> on_fenced_;
 
   // Set by Start(), constant afterwards.
   std::string address_;

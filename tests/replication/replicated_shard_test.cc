@@ -9,6 +9,7 @@
 // is an exact mismatch. Every push must also succeed (the client resends
 // unacknowledged pushes to the new primary with the same ids).
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -144,7 +145,7 @@ TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) 
   ExpectAll(*final_values, start - 3000);
 }
 
-TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
+TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   ReplicatedShard shard;
   ASSERT_TRUE(shard.Start("stale").ok());
   absl::StatusOr<int> a = shard.AddReplica();
@@ -186,17 +187,12 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFenced) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_NE(shard.Log(*a).find("fenced"), std::string::npos) << shard.Log(*a);
-  // A client still talking straight to A (no resolver) is refused.
-  ClientOptions direct = ClientOptions::FromConfig(shard.config(), -1);
-  direct.servers = {shard.address(*a)};
-  direct.primary_address = nullptr;  // FromConfig's would follow B
-  absl::StatusOr<std::unique_ptr<Client>> stale = Client::Connect(direct);
-  ASSERT_TRUE(stale.ok()) << stale.status();
-  const std::vector<float> grad(kSize, 1.0f);
-  absl::Status refused = (*stale)->PushDense(0, 0, grad).Wait();
-  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
-  EXPECT_NE(refused.message().find("not primary"), std::string::npos)
-      << refused;
+  // A fenced replica exits (code 3) for its supervisor to restart it as a
+  // new backup; until then it refused every request.
+  absl::StatusOr<int> exited = shard.replica(*a)->CloseAndWait(absl::Seconds(10));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(*a);
+  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
+      << "wait status " << *exited << "\n" << shard.Log(*a);
   // Nothing diverged and nothing was lost or applied twice.
   absl::StatusOr<std::vector<float>> values = Pull(client->get());
   ASSERT_TRUE(values.ok()) << values.status();
