@@ -258,6 +258,11 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
                    "an integer in [1, 3600]",
                    "etcd lease TTL of a primary; failover takes about "
                    "ttl + 0.5 s"),
+         IntKey<R>("ack_timeout_ms", &R::ack_timeout_ms, 100, 3600000,
+                   "an integer in [100, 3600000]",
+                   "a backup that acknowledges nothing for this long while "
+                   "pushes wait for it is dropped from in_sync (pushes go "
+                   "on without it; it exits and rejoins as a new backup)"),
          StringKey<R>("cluster_id", &R::cluster_id,
                       "a string (\"\" = the config file's stem)",
                       "etcd key prefix /ps/<cluster_id>/, so clusters can "

@@ -64,6 +64,9 @@ struct ReplicationConfig {
   int factor = 1;                           // replicas per shard (R)
   std::vector<std::string> etcd_endpoints;  // host:port; required when factor > 1
   int64_t lease_ttl_s = 1;  // failover bound ~ ttl + 0.5 s
+  // A backup that acknowledges nothing pending for this long is dropped
+  // from the shard's in_sync set, so the primary's pushes go on without it.
+  int64_t ack_timeout_ms = 2000;
   // etcd key prefix /ps/<cluster_id>/...; "" = the config file's stem.
   std::string cluster_id;
 };

@@ -825,11 +825,13 @@ TEST(ConfigTest, ReplicationKeysParseToExactValues) {
                                        "  etcd_endpoints: [\"127.0.0.1:2379\", "
                                        "\"etcd-1:2379\"]\n"
                                        "  lease_ttl_s: 3\n"
+                                       "  ack_timeout_ms: 500\n"
                                        "  cluster_id: prod\n");
   EXPECT_EQ(config.replication.factor, 2);
   EXPECT_EQ(config.replication.etcd_endpoints,
             (std::vector<std::string>{"127.0.0.1:2379", "etcd-1:2379"}));
   EXPECT_EQ(config.replication.lease_ttl_s, 3);
+  EXPECT_EQ(config.replication.ack_timeout_ms, 500);
   EXPECT_EQ(config.replication.cluster_id, "prod");
   EXPECT_EQ(ParseOk(OneTable("")).replication.factor, 1);
 }

@@ -94,8 +94,16 @@ struct ReplicaNode::Link {
   uint64_t acked = 0;         // every entry <= acked is applied there
   uint64_t last_enqueued = 0;  // the last entry that waits for this link
   bool caught_up = false;     // acked the snapshot: goes into in_sync
+  bool snapshot_sent = false;  // the ack timeout applies from then on
+  // The Follow call's context while its handler runs (null after): dropping
+  // a silent backup cancels the call, whatever its writer is blocked on.
+  grpc::ServerContext* context = nullptr;
   bool broken = false;        // no more acks will come
   std::deque<Entry> queue;    // sequenced, not yet written
+  // While entries wait for this link's ack (acked < last_enqueued): when it
+  // last made progress (an ack, or the first entry it owed). A link whose
+  // snapshot is still being written owes nothing yet.
+  absl::Time progress = absl::InfiniteFuture();
 };
 
 ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
@@ -233,6 +241,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       op->remaining = 1;
       for (const std::shared_ptr<Link>& link : links_) {
         if (link->broken) continue;
+        if (link->acked == link->last_enqueued) link->progress = absl::Now();
         Entry e;
         e.set_seq(seq);
         e.set_data_request(entry);
@@ -301,15 +310,10 @@ void ReplicaNode::Fence(const std::string& why) {
 }
 
 void ReplicaNode::ControlLoop() {
-  // A stream that ended before its snapshot was restored is retried after
-  // this long (the leader may still be activating; see below).
-  constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
-  int64_t followed_term = 0;
-  absl::Time follow_ended_at;
+  FollowProgress follow;
   while (true) {
     Role role;
     bool dirty;
-    bool follow_ended;
     {
       absl::MutexLock lock(&mu_);
       auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -320,8 +324,8 @@ void ReplicaNode::ControlLoop() {
       wake_ = false;
       role = role_;
       dirty = in_sync_dirty_;
-      follow_ended = follow_ended_;
-      follow_ended_at = follow_ended_at_;
+      follow.ended = follow_ended_;
+      follow.ended_at = follow_ended_at_;
     }
     const RoleState state = elector_->state();
     if (state.leader.has_value()) fence_.Observe(state.leader->create_revision);
@@ -331,26 +335,8 @@ void ReplicaNode::ControlLoop() {
       case Role::kBackup:
         if (term.has_value()) {
           TryActivate(*term);
-        } else if (role == Role::kStarting && follow_ended &&
-                   absl::Now() >= follow_ended_at + kFollowRetry) {
-          // Nothing restored yet (e.g. the leader refused the stream while
-          // it was still activating: "is starting, not primary"): this
-          // replica is still unused, so it may follow the leader again.
-          follow_thread_.join();
-          ResetFollow();
-        } else if (role == Role::kStarting && state.leader.has_value() &&
-                   state.leader->value != address_ && !follow_thread_.joinable()) {
-          followed_term = state.leader->create_revision;
-          follow_thread_ = std::thread(
-              [this, primary = state.leader->value] { FollowLoop(primary); });
-        } else if (role == Role::kBackup && follow_ended &&
-                   state.leader.has_value() &&
-                   state.leader->create_revision != followed_term &&
-                   state.leader->value != address_) {
-          Fence(absl::StrCat("the primary changed to ", state.leader->value,
-                             " (term ", state.leader->create_revision,
-                             ") after the stream from the one this replica "
-                             "followed ended"));
+        } else {
+          StepAsFollower(role, state, &follow);
         }
         break;
       case Role::kPrimary: {
@@ -362,7 +348,7 @@ void ReplicaNode::ControlLoop() {
         if (term != mine) {
           Fence(absl::StrCat("no longer primary of term ", mine, ": ",
                              state.reason));
-        } else if (dirty) {
+        } else if (DropSilentBackups() || dirty) {
           PublishInSync();
         }
         break;
@@ -371,6 +357,59 @@ void ReplicaNode::ControlLoop() {
         break;
     }
   }
+}
+
+void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
+                                 FollowProgress* follow) {
+  // A stream that ended before its snapshot was restored is retried after
+  // this long (the leader may still be activating; see below).
+  constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
+  // A backup whose stream ended waits this long for the primary's lease to
+  // expire (etcd checks expiry every 500 ms) before concluding that the
+  // primary lives on without it.
+  const absl::Duration still_leader_grace =
+      absl::Seconds(config_.replication.lease_ttl_s) + absl::Seconds(1);
+  const bool other_leader =
+      state.leader.has_value() && state.leader->value != address_;
+  if (role == Role::kStarting) {
+    if (follow->ended && absl::Now() >= follow->ended_at + kFollowRetry) {
+      // Nothing restored yet (e.g. the leader refused the stream while it
+      // was still activating: "is starting, not primary", or died in the
+      // middle of the snapshot): this replica is still unused, so it may
+      // follow the (possibly new) leader again.
+      follow_thread_.join();
+      ResetFollow();
+    } else if (other_leader && !follow_thread_.joinable()) {
+      follow->term = state.leader->create_revision;
+      follow_thread_ = std::thread(
+          [this, primary = state.leader->value] { FollowLoop(primary); });
+    }
+    return;
+  }
+  if (!follow->ended) return;
+  if (other_leader && state.leader->create_revision != follow->term) {
+    Fence(absl::StrCat("the primary changed to ", state.leader->value,
+                       " (term ", state.leader->create_revision,
+                       ") after the stream from the one this replica "
+                       "followed ended"));
+  } else if (absl::Now() > follow->ended_at + still_leader_grace &&
+             state.leader.has_value() && LeaderKeyAlive(*state.leader)) {
+    // Had the primary died, its lease would have expired by now and this
+    // backup (in in_sync) been elected; etcd says its key lives on, so the
+    // primary dropped this backup (e.g. after ack_timeout_ms). Without an
+    // answer from etcd nothing is concluded: this backup may hold the
+    // shard's only in_sync copy.
+    Fence("the primary ended the stream and is still primary (dropped from "
+          "in_sync, e.g. after replication.ack_timeout_ms without an ack)");
+  }
+}
+
+bool ReplicaNode::LeaderKeyAlive(const Candidate& leader) {
+  etcdserverpb::RangeRequest range;
+  range.set_key(leader.key);
+  absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_->Range(range);
+  return r.ok() && r->kvs_size() == 1 &&
+         r->kvs(0).create_revision() == leader.create_revision;
 }
 
 void ReplicaNode::TryActivate(int64_t term) {
@@ -491,6 +530,7 @@ void ReplicaNode::ReadAcks(
         ArriveLocked(seq, &finished);
       }
       link->acked = std::max(link->acked, ack.applied_seq());
+      link->progress = absl::Now();
       if (!link->caught_up) {
         link->caught_up = true;
         in_sync_dirty_ = true;
@@ -520,6 +560,31 @@ bool WriteSnapshot(
 
 }  // namespace
 
+absl::StatusOr<ShardState> ReplicaNode::AttachLink(
+    const std::shared_ptr<Link>& link, FollowMessage* first) {
+  absl::MutexLock lock(&mu_);
+  if (role_ != Role::kPrimary || stopping_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replica ", address_, " is ", RoleName(role_), ", not primary"));
+  }
+  // The snapshot holds exactly the entries <= last_seq_: new pushes wait for
+  // the sequencer (mu_), earlier ones have finished applying locally.
+  auto applied = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return local_in_flight_ == 0;
+  };
+  mu_.Await(absl::Condition(&applied));
+  link->snapshot_seq = link->acked = link->last_enqueued = last_seq_;
+  first->set_term(term_);
+  first->set_snapshot_seq(last_seq_);
+  absl::StatusOr<ShardState> state = shard_->Snapshot(absl::ZeroDuration());
+  if (!state.ok()) {
+    return absl::InternalError(
+        absl::StrCat("snapshot: ", state.status().message()));
+  }
+  links_.push_back(link);
+  return state;
+}
+
 grpc::Status ReplicaNode::Follow(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
@@ -533,30 +598,12 @@ grpc::Status ReplicaNode::Follow(
   }
   auto link = std::make_shared<Link>();
   link->id = hello.replica_id();
+  link->context = context;
   FollowMessage first;
-  absl::StatusOr<ShardState> state;
-  {
-    absl::MutexLock lock(&mu_);
-    if (role_ != Role::kPrimary || stopping_) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("replica ", address_, " is ",
-                                       RoleName(role_), ", not primary"));
-    }
-    // The snapshot holds exactly the entries <= last_seq_: new pushes wait
-    // for the sequencer (mu_), earlier ones have finished applying locally.
-    auto applied = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return local_in_flight_ == 0;
-    };
-    mu_.Await(absl::Condition(&applied));
-    link->snapshot_seq = link->acked = link->last_enqueued = last_seq_;
-    first.set_term(term_);
-    first.set_snapshot_seq(last_seq_);
-    state = shard_->Snapshot(absl::ZeroDuration());
-    if (state.ok()) links_.push_back(link);
-  }
+  absl::StatusOr<ShardState> state = AttachLink(link, &first);
   if (!state.ok()) {
-    return grpc::Status(grpc::StatusCode::INTERNAL,
-                        absl::StrCat("snapshot: ", state.status().message()));
+    return grpc::Status(static_cast<grpc::StatusCode>(state.status().code()),
+                        std::string(state.status().message()));
   }
   std::string snapshot;
   StringSink sink(&snapshot);
@@ -574,6 +621,12 @@ grpc::Status ReplicaNode::Follow(
     }
   };
   bool ok = WriteSnapshot(first, snapshot, stream);
+  {
+    // The snapshot is out: from now on the ack timeout applies.
+    absl::MutexLock lock(&mu_);
+    link->snapshot_sent = true;
+    link->progress = absl::Now();
+  }
   // Acks, read on a thread of this call's own (joined below).
   std::thread reader([&] {
     ReadAcks(link, stream);
@@ -601,7 +654,34 @@ grpc::Status ReplicaNode::Follow(
   mark_broken();
   context->TryCancel();  // ends the reader's Read
   reader.join();
+  absl::MutexLock lock(&mu_);
+  link->context = nullptr;
   return grpc::Status::OK;
+}
+
+bool ReplicaNode::DropSilentBackups() {
+  const absl::Duration timeout =
+      absl::Milliseconds(config_.replication.ack_timeout_ms);
+  const absl::Time now = absl::Now();
+  bool dropped = false;
+  absl::MutexLock lock(&mu_);
+  for (const std::shared_ptr<Link>& link : links_) {
+    if (link->broken || !link->snapshot_sent ||
+        link->acked >= link->last_enqueued || now - link->progress < timeout) {
+      continue;
+    }
+    spdlog::warn("shard {}: backup {} acknowledged nothing for {} "
+                 "(replication.ack_timeout_ms {}) with {} entries waiting; "
+                 "dropping it from in_sync",
+                 shard_->shard_index(), link->id,
+                 absl::FormatDuration(now - link->progress),
+                 config_.replication.ack_timeout_ms,
+                 link->last_enqueued - link->acked);
+    link->broken = true;
+    if (link->context != nullptr) link->context->TryCancel();
+    dropped = true;
+  }
+  return dropped;
 }
 
 void ReplicaNode::ResetFollow() {
@@ -680,7 +760,12 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
     }
     FollowRequest ack;
     ack.set_applied_seq(*applied);
-    if (!stream->Write(ack)) break;
+    if (!stream->Write(ack)) {
+      // The stream is gone (the primary cancelled it, e.g. after its ack
+      // timeout). Finish() with messages left unread would block forever.
+      context->TryCancel();
+      break;
+    }
   }
   const grpc::Status end = stream->Finish();
   return absl::Status(static_cast<absl::StatusCode>(end.error_code()),

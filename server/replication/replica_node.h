@@ -103,16 +103,38 @@ class ReplicaNode final : public Replication::Service {
   struct Op;    // a sequenced push waiting for its acks
   struct Link;  // one backup's stream (primary side)
 
+  // Primary side: registers `link` (a new backup) and snapshots the shard
+  // for it at the current sequence number, which *first gets with the term.
+  // FAILED_PRECONDITION when not primary; INTERNAL when the snapshot failed.
+  absl::StatusOr<ShardState> AttachLink(const std::shared_ptr<Link>& link,
+                                        FollowMessage* first)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Primary side: applies a backup's acks until its stream ends.
   void ReadAcks(const std::shared_ptr<Link>& link,
                 grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream);
   void ControlLoop();
+  // The control loop's view of this replica's follow thread.
+  struct FollowProgress {
+    int64_t term = 0;   // the leader's term it followed
+    bool ended = false;  // the stream ended (follow_ended_)
+    absl::Time ended_at;
+  };
+  // One control-loop step of a starting replica or a backup that is not
+  // elected: follows the leader, retries, or fences itself.
+  void StepAsFollower(Role role, const RoleState& state,
+                      FollowProgress* follow);
+  // Whether etcd answers that `leader`'s key still exists (its lease lives).
+  bool LeaderKeyAlive(const Candidate& leader);
   // Becomes primary for `term` if this replica is in the in_sync set.
   void TryActivate(int64_t term);
   // Rewrites in_sync as {self} + the links that caught up; false (and
   // fenced) when the guarded Txn fails.
   bool PublishInSync() ABSL_LOCKS_EXCLUDED(mu_);
   void FollowLoop(std::string primary_address);
+  // Primary: marks the links whose backup acknowledged nothing owed for
+  // replication.ack_timeout_ms as broken (PublishInSync then drops them from
+  // in_sync and stops waiting for them). True if any was.
+  bool DropSilentBackups() ABSL_LOCKS_EXCLUDED(mu_);
   // After a follow thread was joined: the next one may start.
   void ResetFollow() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status FollowOnce(const std::string& primary_address);

@@ -199,6 +199,68 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   ExpectAll(*values, start - 1000);
 }
 
+// A SIGSTOPped backup must not stall its shard: after
+// replication.ack_timeout_ms (2 s) without its ack the primary drops it from
+// in_sync and acknowledges pushes without it. Resumed, the backup finds its
+// stream ended while the primary lives on, fences itself and exits (code 3)
+// for its supervisor; a new backup catches up and holds every push.
+TEST(ReplicatedShardTest, PausedBackupIsDroppedAfterTheAckTimeoutAndExits) {
+  ReplicatedShard shard;
+  ASSERT_TRUE(shard.Start("paused_backup").ok());
+  absl::StatusOr<int> a = shard.AddReplica();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<int> b = shard.AddReplica();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
+                            {shard.address(*a), shard.address(*b)},
+                            absl::Seconds(10)).ok());
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const float start = (*initial)[0];
+
+  ASSERT_TRUE(shard.replica(*b)->Signal(SIGSTOP).ok());
+  absl::Duration pause;
+  absl::Status pushed = CountingPushes(client->get(), 500, nullptr, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(*a);
+  std::printf("paused backup: longest pause between push completions %s\n",
+              absl::FormatDuration(pause).c_str());
+  EXPECT_GE(pause, absl::Seconds(2));  // the ack timeout
+  EXPECT_LT(pause, absl::Seconds(4)) << shard.Log(*a);
+  EXPECT_EQ(shard.InSync(), std::vector<std::string>{shard.address(*a)});
+  EXPECT_NE(shard.Log(*a).find("acknowledged nothing for"), std::string::npos)
+      << shard.Log(*a);
+
+  ASSERT_TRUE(shard.replica(*b)->Signal(SIGCONT).ok());
+  absl::StatusOr<int> exited =
+      shard.replica(*b)->CloseAndWait(absl::Seconds(15));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(*b);
+  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
+      << "wait status " << *exited << "\n" << shard.Log(*b);
+  EXPECT_NE(shard.Log(*b).find("the primary ended the stream and is still "
+                               "primary"),
+            std::string::npos)
+      << shard.Log(*b);
+
+  absl::StatusOr<int> c = shard.AddReplica();
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
+                            {shard.address(*a), shard.address(*c)},
+                            absl::Seconds(10)).ok())
+      << shard.Log(*c);
+  pushed = CountingPushes(
+      client->get(), 500,
+      [&] { ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok()); }, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(*c);
+  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
+  ExpectAll(*values, start - 1000);
+}
+
 // A shard larger than gRPC's default 4 MiB message limit: the snapshot
 // reaches a new backup in pieces, and pushes of the whole 8 MiB table (each
 // entry of the stream larger than 4 MiB) are replicated; the backup that
