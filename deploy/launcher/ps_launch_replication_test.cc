@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "deploy/launcher/ps_launch_harness.h"
 #include "gtest/gtest.h"
 
@@ -99,6 +100,46 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
   errno = 0;
   EXPECT_EQ(::kill(etcd_pid, 0), -1);
   EXPECT_EQ(errno, ESRCH) << "etcd (pid " << etcd_pid << ") still runs";
+}
+
+// A replica paused (SIGSTOP) past the lease and the ack timeout, as a long
+// GC pause or a stalled VM does: whichever role it had, the shard goes on
+// without it (a primary is replaced, a backup dropped from in_sync); on
+// SIGCONT it fences itself and exits with code 3, the launcher restarts it
+// and it rejoins as a backup. The workers see a pause, never an error.
+TEST(PsLaunchReplicationTest, PausedReplicaExitsAndRejoinsAfterItsRestart) {
+  const std::string dir = TempDir();
+  BackgroundLaunch launch(
+      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
+       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=async",
+       "--set=replication.factor=2", "--worker_flags=--log_every_steps=10"});
+  ASSERT_TRUE(launch.WaitForLine("[worker 1] PROGRESS", 60)) << launch.Joined();
+  const pid_t victim = launch.ChildWith({"ps_server", "--index=0", "/port_0"});
+  ASSERT_GT(victim, 0) << launch.Joined();
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  absl::SleepFor(absl::Seconds(4));
+  ASSERT_EQ(::kill(victim, SIGCONT), 0);
+  ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
+  const std::vector<std::string>& lines = launch.lines();
+  const std::string out = launch.Joined();
+  const int exited = Find(
+      lines, std::regex(absl::StrCat("\\[launch\\] server 0\\.0 \\(pid ", victim,
+                                     "\\) exited with code 3; restarting it .*")));
+  ASSERT_GE(exited, 0) << out;
+  const int repaired = Find(
+      lines, std::regex("\\[launch\\] shard 0: fully replicated again \\(2 of "
+                        "2 replicas in sync\\)"));
+  EXPECT_GT(repaired, exited) << out;
+  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] restarts: 1 of servers, 0 "
+                                    "of workers")),
+            1)
+      << out;
+  const int result = Find(
+      lines, std::regex("RESULT model=softmax mode=async servers=2 workers=2 "
+                        "epochs=30 .* server_restarts=1"));
+  ASSERT_GE(result, 0) << out;
+  const std::string& r = lines[result];
+  EXPECT_GT(std::stod(r.substr(r.find("test_accuracy=") + 14)), 0.8) << r;
 }
 
 // What a replicated cluster cannot keep yet is refused before anything
