@@ -346,8 +346,14 @@ void ReplicaNode::ControlLoop() {
           mine = term_;
         }
         if (term != mine) {
-          Fence(absl::StrCat("no longer primary of term ", mine, ": ",
-                             state.reason));
+          // PrimaryTerm() checks the lease at call time; the elector's own
+          // reason may not be written yet when the lease just lapsed.
+          Fence(absl::StrCat(
+              "no longer primary of term ", mine, ": ",
+              state.reason.empty()
+                  ? "its lease was not renewed within its validity (etcd "
+                    "unreachable?)"
+                  : state.reason));
         } else if (DropSilentBackups() || dirty) {
           PublishInSync();
         }
@@ -364,11 +370,6 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
   // A stream that ended before its snapshot was restored is retried after
   // this long (the leader may still be activating; see below).
   constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
-  // A backup whose stream ended waits this long for the primary's lease to
-  // expire (etcd checks expiry every 500 ms) before concluding that the
-  // primary lives on without it.
-  const absl::Duration still_leader_grace =
-      absl::Seconds(config_.replication.lease_ttl_s) + absl::Seconds(1);
   const bool other_leader =
       state.leader.has_value() && state.leader->value != address_;
   if (role == Role::kStarting) {
@@ -392,24 +393,26 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
                        " (term ", state.leader->create_revision,
                        ") after the stream from the one this replica "
                        "followed ended"));
-  } else if (absl::Now() > follow->ended_at + still_leader_grace &&
-             state.leader.has_value() && LeaderKeyAlive(*state.leader)) {
-    // Had the primary died, its lease would have expired by now and this
-    // backup (in in_sync) been elected; etcd says its key lives on, so the
-    // primary dropped this backup (e.g. after ack_timeout_ms). Without an
-    // answer from etcd nothing is concluded: this backup may hold the
-    // shard's only in_sync copy.
-    Fence("the primary ended the stream and is still primary (dropped from "
-          "in_sync, e.g. after replication.ack_timeout_ms without an ack)");
+  } else if (DroppedFromInSync()) {
+    // The primary removes a backup from in_sync before it stops waiting for
+    // it (e.g. after ack_timeout_ms): this replica may lack pushes from now
+    // on. Only that positive answer from etcd counts: a primary that died,
+    // or the primary's key surviving an etcd restart, proves nothing, and
+    // this backup may hold the shard's only in_sync copy (it is elected
+    // once the old primary's lease expires).
+    Fence("the primary dropped this backup from in_sync (e.g. after "
+          "replication.ack_timeout_ms without an ack)");
   }
 }
 
-bool ReplicaNode::LeaderKeyAlive(const Candidate& leader) {
+bool ReplicaNode::DroppedFromInSync() {
   etcdserverpb::RangeRequest range;
-  range.set_key(leader.key);
+  range.set_key(InSyncKey(cluster_id_, shard_->shard_index()));
   absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_->Range(range);
-  return r.ok() && r->kvs_size() == 1 &&
-         r->kvs(0).create_revision() == leader.create_revision;
+  if (!r.ok() || r->kvs_size() != 1) return false;
+  const std::vector<absl::string_view> ids =
+      absl::StrSplit(r->kvs(0).value(), ',');
+  return std::find(ids.begin(), ids.end(), replica_id_) == ids.end();
 }
 
 void ReplicaNode::TryActivate(int64_t term) {

@@ -123,8 +123,8 @@ class ReplicaNode final : public Replication::Service {
   // elected: follows the leader, retries, or fences itself.
   void StepAsFollower(Role role, const RoleState& state,
                       FollowProgress* follow);
-  // Whether etcd answers that `leader`'s key still exists (its lease lives).
-  bool LeaderKeyAlive(const Candidate& leader);
+  // Whether etcd answers with an in_sync set that lacks this replica.
+  bool DroppedFromInSync();
   // Becomes primary for `term` if this replica is in the in_sync set.
   void TryActivate(int64_t term);
   // Rewrites in_sync as {self} + the links that caught up; false (and

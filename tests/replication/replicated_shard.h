@@ -65,6 +65,7 @@ class ReplicatedShard {
   std::string Log(int i) const;
   const replication::PrimaryResolver& resolver() const { return *resolver_; }
   const ClusterConfig& config() const { return config_; }
+  replication::LocalEtcd* etcd() { return etcd_.get(); }
 
  private:
   std::string name_;
