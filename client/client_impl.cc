@@ -338,8 +338,13 @@ absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
     last = conn.stub()->GetShardInfo(context.get(), proto::ShardInfoRequest(),
                                      &info);
     if (last.ok()) return info;
+    // UNAVAILABLE / DEADLINE_EXCEEDED: not serving (yet). CANCELLED: this
+    // context is never cancelled here, so the server shut down during the
+    // call (a restart, or a fenced replica exiting): asked again, the
+    // address may lead to its successor or to the shard's new primary.
     if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
+        last.error_code() != grpc::StatusCode::CANCELLED) {
       return Annotate("GetShardInfo", shard, last);
     }
     absl::SleepFor(std::min(backoff, deadline - absl::Now()));
@@ -488,10 +493,19 @@ absl::Status ClientImpl::RegisterEverywhere() {
     if (first.ok()) break;
     std::optional<MembershipRefusal> refusal = MembershipRefusalOf(first);
     // Another job's workers are live: they leave, or are evicted, soon.
-    if (!refusal.has_value() ||
-        refusal->reason != MembershipRefusal::Reason::kOtherJob ||
-        absl::Now() + backoff >= deadline) {
+    const bool other_job = refusal.has_value() &&
+                           refusal->reason == MembershipRefusal::Reason::kOtherJob;
+    // A server that shut down during the call (CANCELLED), or a shard
+    // between two primaries (UNAVAILABLE): registering is idempotent for
+    // this session, so the round is repeated.
+    const bool transient = absl::IsUnavailable(first) || absl::IsCancelled(first);
+    if ((!other_job && !transient) || absl::Now() + backoff >= deadline) {
       return first;
+    }
+    if (transient) {
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, absl::Seconds(1));
+      continue;
     }
     if (!waiting_told) {
       spdlog::warn("worker {}: {}; retrying for up to {} ms",
