@@ -502,12 +502,7 @@ absl::Status ClientImpl::RegisterEverywhere() {
     if ((!other_job && !transient) || absl::Now() + backoff >= deadline) {
       return first;
     }
-    if (transient) {
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::Seconds(1));
-      continue;
-    }
-    if (!waiting_told) {
+    if (other_job && !waiting_told) {
       spdlog::warn("worker {}: {}; retrying for up to {} ms",
                    options_.worker_id, std::string(first.message()),
                    options_.client.rpc_timeout_ms);

@@ -19,12 +19,6 @@
 namespace ps::launcher::testing {
 namespace {
 
-int Count(const std::vector<std::string>& lines, const std::regex& re) {
-  int n = 0;
-  for (const std::string& l : lines) n += std::regex_search(l, re) ? 1 : 0;
-  return n;
-}
-
 TEST(MembershipLaunchTest, RestartedSyncWorkerContinuesAtTheJobsStep) {
   const std::string dir = TempDir();
   // 8000 examples: 200 steps per epoch and worker; 15 epochs = 3000 steps.
@@ -40,12 +34,12 @@ TEST(MembershipLaunchTest, RestartedSyncWorkerContinuesAtTheJobsStep) {
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   EXPECT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
-  EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+  EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                              "\\[launch\\] worker 1 \\(pid ", victim,
                              "\\) was killed by signal 9"))),
             1)
       << launch.Joined();
-  EXPECT_EQ(Count(lines, std::regex("\\[worker 1\\] START worker=1 ")), 2);
+  EXPECT_EQ(CountContaining(lines, std::regex("\\[worker 1\\] START worker=1 ")), 2);
   // The restarted worker said where it continued: past step 200.
   std::smatch m;
   int continued_at = -1;
@@ -58,13 +52,13 @@ TEST(MembershipLaunchTest, RestartedSyncWorkerContinuesAtTheJobsStep) {
   }
   EXPECT_GT(continued_at, 200) << launch.Joined();
   for (int w = 0; w < 2; ++w) {
-    EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+    EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                                "\\[worker ", w, "\\] DONE worker=", w,
                                " steps=3000 "))),
               1)
         << launch.Joined();
   }
-  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] stall")), 0)
+  EXPECT_EQ(CountContaining(lines, std::regex("\\[launch\\] stall")), 0)
       << launch.Joined();
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.back().rfind("RESULT model=softmax mode=sync servers=2 "
@@ -73,7 +67,7 @@ TEST(MembershipLaunchTest, RestartedSyncWorkerContinuesAtTheJobsStep) {
             0u)
       << launch.Joined();
   const std::string result = lines.back();
-  EXPECT_GT(std::stod(result.substr(result.find("test_accuracy=") + 14)), 0.8)
+  EXPECT_GT(TestAccuracy(result), 0.8)
       << result;
 }
 

@@ -75,12 +75,6 @@ std::vector<Event> Schedule(uint32_t seed) {
   return events;
 }
 
-int Count(const std::vector<std::string>& lines, const std::regex& re) {
-  int n = 0;
-  for (const std::string& l : lines) n += std::regex_search(l, re) ? 1 : 0;
-  return n;
-}
-
 TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
   const uint32_t seed = ps::testing::ChaosSeed();
   const std::vector<Event> events = Schedule(seed);
@@ -129,14 +123,14 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
 
   EXPECT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
-  EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+  EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                              "\\[launch\\] restarts: ", restarts[0],
                              " of servers, ", restarts[1], " of workers"))),
             1)
       << launch.Joined();
   // Both workers end at the job's last step: 60 epochs x 200 steps.
   for (int w = 0; w < 2; ++w) {
-    EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+    EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                                "\\[worker ", w, "\\] DONE worker=", w,
                                " steps=12000 "))),
               1)
@@ -149,7 +143,7 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
                          0),
             0u)
       << launch.Joined();
-  EXPECT_GT(std::stod(result.substr(result.find("test_accuracy=") + 14)), 0.8)
+  EXPECT_GT(TestAccuracy(result), 0.8)
       << result;
   std::printf("chaos seed %u: %d events, restarts %d of servers, %d of "
               "workers\n",

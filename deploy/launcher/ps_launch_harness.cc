@@ -67,6 +67,31 @@ std::string WriteConfig(const std::string& dir, int train_examples) {
   return path;
 }
 
+int CountMatching(const std::vector<std::string>& lines, const std::regex& re) {
+  return static_cast<int>(std::count_if(
+      lines.begin(), lines.end(),
+      [&](const std::string& l) { return std::regex_match(l, re); }));
+}
+
+int CountContaining(const std::vector<std::string>& lines,
+                    const std::regex& re) {
+  return static_cast<int>(std::count_if(
+      lines.begin(), lines.end(),
+      [&](const std::string& l) { return std::regex_search(l, re); }));
+}
+
+int FirstMatching(const std::vector<std::string>& lines, const std::regex& re) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (std::regex_match(lines[i], re)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+double TestAccuracy(const std::string& result_line) {
+  return std::stod(
+      result_line.substr(result_line.find("test_accuracy=") + 14));
+}
+
 LaunchRun RunLaunch(const std::string& args, const std::string& env) {
   // ps_launch's temporary directory goes inside the test's own temp dir,
   // so nothing is left in /tmp whatever a case does.

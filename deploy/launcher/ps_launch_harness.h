@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ LaunchRun RunLaunch(const std::string& args, const std::string& env = "");
 
 // All lines, each ending in '\n'.
 std::string Joined(const LaunchRun& run);
+
+// Output lines: how many match `re` as a whole, how many contain a match,
+// and the index of the first whole match (-1 if none).
+int CountMatching(const std::vector<std::string>& lines, const std::regex& re);
+int CountContaining(const std::vector<std::string>& lines,
+                    const std::regex& re);
+int FirstMatching(const std::vector<std::string>& lines, const std::regex& re);
+// The test_accuracy=... of a RESULT (or FINAL) line.
+double TestAccuracy(const std::string& result_line);
 
 // ps_launch running in the background; its output is read line by line.
 class BackgroundLaunch {

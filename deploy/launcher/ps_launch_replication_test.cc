@@ -22,18 +22,20 @@
 namespace ps::launcher::testing {
 namespace {
 
-// Index of the first line matching `re`, or -1.
-int Find(const std::vector<std::string>& lines, const std::regex& re) {
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (std::regex_match(lines[i], re)) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-int Count(const std::vector<std::string>& lines, const std::regex& re) {
-  int n = 0;
-  for (const std::string& l : lines) n += std::regex_match(l, re) ? 1 : 0;
-  return n;
+// The end of the tests' jobs: one server restart, none of a worker (a
+// failover is a pause for the trainers), and the model trained. `out` is
+// the whole output, for failure messages.
+void ExpectTrainedWithOneServerRestart(const std::vector<std::string>& lines,
+                                       const std::string& out) {
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[launch\\] restarts: 1 of "
+                                            "servers, 0 of workers")),
+            1)
+      << out;
+  const int result = FirstMatching(
+      lines, std::regex("RESULT model=softmax mode=async servers=2 workers=2 "
+                        "epochs=30 .* server_restarts=1"));
+  ASSERT_GE(result, 0) << out;
+  EXPECT_GT(TestAccuracy(lines[result]), 0.8) << lines[result];
 }
 
 TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
@@ -48,7 +50,7 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
   const std::string out = launch.Joined();
 
   std::smatch m;
-  const int etcd_line = Find(
+  const int etcd_line = FirstMatching(
       lines, std::regex("\\[launch\\] etcd serving at 127\\.0\\.0\\.1:[0-9]+ "
                         "\\(pid [0-9]+; log (.*)/etcd\\.log\\)"));
   ASSERT_GE(etcd_line, 0) << out;
@@ -59,23 +61,23 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
   ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &etcd_pid));
   const std::string tmp_dir = m[2].str();
 
-  EXPECT_EQ(Count(lines, std::regex(
+  EXPECT_EQ(CountMatching(lines, std::regex(
                              "\\[launch\\] servers ready at "
                              "(127\\.0\\.0\\.1:[0-9]+, ){3}127\\.0\\.0\\.1:[0-9]+ "
                              "after [0-9.]+ s \\(every shard's 2 replicas in "
                              "sync\\); starting the workers")),
             1)
       << out;
-  const int kill = Find(
+  const int kill = FirstMatching(
       lines, std::regex("\\[launch\\] chaos: SIGKILL server 0\\.[01] \\(pid "
                         "[0-9]+, primary of shard 0\\) 1\\.0 s after training "
                         "started"));
   ASSERT_GE(kill, 0) << out;
   // Reported when seen between two polls of etcd (the new primary's
   // in_sync set of one); the repair is reported in any case.
-  const int degraded = Find(
+  const int degraded = FirstMatching(
       lines, std::regex("\\[launch\\] shard 0: 1 of 2 replicas in sync"));
-  const int repaired = Find(
+  const int repaired = FirstMatching(
       lines, std::regex("\\[launch\\] shard 0: fully replicated again \\(2 of "
                         "2 replicas in sync\\)"));
   EXPECT_GT(repaired, kill) << out;
@@ -84,16 +86,7 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
     EXPECT_GT(repaired, degraded) << out;
   }
   // The failover is a pause for the trainers: no worker exits.
-  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] restarts: 1 of servers, 0 "
-                                    "of workers")),
-            1)
-      << out;
-  const int result = Find(
-      lines, std::regex("RESULT model=softmax mode=async servers=2 workers=2 "
-                        "epochs=30 .* server_restarts=1"));
-  ASSERT_GE(result, 0) << out;
-  const std::string& r = lines[result];
-  EXPECT_GT(std::stod(r.substr(r.find("test_accuracy=") + 14)), 0.8) << r;
+  ExpectTrainedWithOneServerRestart(lines, out);
 
   // etcd was stopped and its files removed with the temporary directory.
   EXPECT_FALSE(std::filesystem::exists(tmp_dir)) << tmp_dir;
@@ -122,24 +115,15 @@ TEST(PsLaunchReplicationTest, PausedReplicaExitsAndRejoinsAfterItsRestart) {
   ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
   const std::string out = launch.Joined();
-  const int exited = Find(
+  const int exited = FirstMatching(
       lines, std::regex(absl::StrCat("\\[launch\\] server 0\\.0 \\(pid ", victim,
                                      "\\) exited with code 3; restarting it .*")));
   ASSERT_GE(exited, 0) << out;
-  const int repaired = Find(
+  const int repaired = FirstMatching(
       lines, std::regex("\\[launch\\] shard 0: fully replicated again \\(2 of "
                         "2 replicas in sync\\)"));
   EXPECT_GT(repaired, exited) << out;
-  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] restarts: 1 of servers, 0 "
-                                    "of workers")),
-            1)
-      << out;
-  const int result = Find(
-      lines, std::regex("RESULT model=softmax mode=async servers=2 workers=2 "
-                        "epochs=30 .* server_restarts=1"));
-  ASSERT_GE(result, 0) << out;
-  const std::string& r = lines[result];
-  EXPECT_GT(std::stod(r.substr(r.find("test_accuracy=") + 14)), 0.8) << r;
+  ExpectTrainedWithOneServerRestart(lines, out);
 }
 
 // What a replicated cluster cannot keep yet is refused before anything

@@ -18,16 +18,6 @@
 namespace ps::launcher::testing {
 namespace {
 
-int Count(const std::vector<std::string>& lines, const std::regex& re) {
-  int n = 0;
-  for (const std::string& l : lines) n += std::regex_match(l, re) ? 1 : 0;
-  return n;
-}
-
-double Accuracy(const std::string& result) {
-  return std::stod(result.substr(result.find("test_accuracy=") + 14));
-}
-
 // 8000 examples: 200 steps per epoch and worker, long enough to kill
 // something mid-training.
 std::vector<std::string> LongJob(const std::string& dir, int epochs) {
@@ -52,13 +42,13 @@ TEST(PsLaunchSupervisionTest, SigkilledServerIsRestartedOnItsPortAndRestores) {
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   EXPECT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
-  EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+  EXPECT_EQ(CountMatching(lines, std::regex(absl::StrCat(
                              "\\[launch\\] server 1 \\(pid ", victim,
                              "\\) was killed by signal 9 \\(Killed\\); "
                              "restarting it in 1\\.0 s \\(restart 1 of 3\\)"))),
             1)
       << launch.Joined();
-  EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+  EXPECT_EQ(CountMatching(lines, std::regex(absl::StrCat(
                              "\\[launch\\] restarted server 1 on port ", port1,
                              " as pid [0-9]+, [0-9.]+ s after its exit "
                              "\\(restart 1 of 3\\)"))),
@@ -72,12 +62,12 @@ TEST(PsLaunchSupervisionTest, SigkilledServerIsRestartedOnItsPortAndRestores) {
   const size_t serving = out.find("serving on 127.0.0.1:" + port1, restart);
   EXPECT_NE(restored, std::string::npos) << out.substr(restart);
   EXPECT_LT(restored, serving) << out.substr(restart);
-  EXPECT_EQ(Count(lines, std::regex("RESULT model=softmax mode=sync servers=2 "
+  EXPECT_EQ(CountMatching(lines, std::regex("RESULT model=softmax mode=sync servers=2 "
                                     "workers=2 epochs=40 .* "
                                     "server_restarts=1")),
             1)
       << out;
-  EXPECT_GT(Accuracy(lines.back()), 0.8) << lines.back();
+  EXPECT_GT(TestAccuracy(lines.back()), 0.8) << lines.back();
 }
 
 // A killed worker is restarted with its index and rejoins (async: see
@@ -93,23 +83,23 @@ TEST(PsLaunchSupervisionTest, SigkilledWorkerIsRestartedAndRejoins) {
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   EXPECT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
-  EXPECT_EQ(Count(lines, std::regex(absl::StrCat(
+  EXPECT_EQ(CountMatching(lines, std::regex(absl::StrCat(
                              "\\[launch\\] worker 1 \\(pid ", victim,
                              "\\) was killed by signal 9 \\(Killed\\); "
                              "restarting it in 1\\.0 s \\(restart 1 of 3\\)"))),
             1)
       << launch.Joined();
-  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] restarted worker 1 as pid "
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[launch\\] restarted worker 1 as pid "
                                     "[0-9]+, .*")),
             1);
-  EXPECT_EQ(Count(lines, std::regex("\\[worker 1\\] START worker=1 .*")), 2);
-  EXPECT_EQ(Count(lines, std::regex("\\[worker 1\\] DONE worker=1 .*")), 1);
-  EXPECT_EQ(Count(lines, std::regex("\\[launch\\] restarts: 0 of servers, 1 "
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[worker 1\\] START worker=1 .*")), 2);
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[worker 1\\] DONE worker=1 .*")), 1);
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[launch\\] restarts: 0 of servers, 1 "
                                     "of workers")),
             1);
   EXPECT_EQ(lines.back().rfind("RESULT model=softmax mode=async ", 0), 0u)
       << launch.Joined();
-  EXPECT_GT(Accuracy(lines.back()), 0.8) << lines.back();
+  EXPECT_GT(TestAccuracy(lines.back()), 0.8) << lines.back();
 }
 
 // A worker command that exits non-zero mid-run is restarted too; its
@@ -123,7 +113,7 @@ TEST(PsLaunchSupervisionTest, CrashedWorkerCommandIsRestarted) {
       absl::StrCat("CONTRACT_MODE=crash_once CONTRACT_STATE_DIR=", dir));
   ASSERT_EQ(run.exit_code, 0) << Joined(run);
   for (int w = 0; w < 2; ++w) {
-    EXPECT_EQ(Count(run.lines,
+    EXPECT_EQ(CountMatching(run.lines,
                     std::regex(absl::StrCat(
                         "\\[launch\\] worker ", w,
                         " \\(pid [0-9]+\\) exited with code 3; restarting "
@@ -131,7 +121,7 @@ TEST(PsLaunchSupervisionTest, CrashedWorkerCommandIsRestarted) {
               1)
         << Joined(run);
   }
-  EXPECT_EQ(Count(run.lines, std::regex("\\[launch\\] restarts: 0 of servers, "
+  EXPECT_EQ(CountMatching(run.lines, std::regex("\\[launch\\] restarts: 0 of servers, "
                                         "2 of workers")),
             1);
   EXPECT_TRUE(std::regex_match(
@@ -157,7 +147,7 @@ TEST(PsLaunchSupervisionTest, SpentRestartBudgetFailsNamingEveryExit) {
                  "with code 3 \\(pid [0-9]+\\), exited with code 3 "
                  "\\(pid [0-9]+\\)")))
       << Joined(run);
-  EXPECT_GE(Count(run.lines, std::regex(".*; restarting it in 0\\.2 s "
+  EXPECT_GE(CountMatching(run.lines, std::regex(".*; restarting it in 0\\.2 s "
                                         "\\(restart 2 of 2\\)")),
             1)
       << Joined(run);
@@ -178,13 +168,13 @@ TEST(PsLaunchSupervisionTest, SilentWorkerIsNamedWithClusterStatus) {
                    Runfile("deploy/launcher/testdata/contract_worker.sh")),
       "CONTRACT_MODE=stall_w1");
   EXPECT_EQ(run.exit_code, 1) << Joined(run);
-  EXPECT_GE(Count(run.lines,
+  EXPECT_GE(CountMatching(run.lines,
                   std::regex("\\[launch\\] stall: (.*; )?worker 1 \\(pid "
                              "[0-9]+\\) printed no progress line for [0-9]+ "
                              "s; cluster status:")),
             1)
       << Joined(run);
-  EXPECT_GE(Count(run.lines,
+  EXPECT_GE(CountMatching(run.lines,
                   std::regex("\\[launch\\] status: processes: server 0 pid "
                              "[0-9]+ [a-z]+, server 1 pid [0-9]+ [a-z]+, "
                              "worker 0 (exited with code 0|pid [0-9]+ [a-z]+), "
@@ -193,7 +183,7 @@ TEST(PsLaunchSupervisionTest, SilentWorkerIsNamedWithClusterStatus) {
       << Joined(run);
   // The shards' own view: the contract worker never talked to them.
   for (int shard = 0; shard < 2; ++shard) {
-    EXPECT_GE(Count(run.lines,
+    EXPECT_GE(CountMatching(run.lines,
                     std::regex(absl::StrCat(
                         "\\[launch\\] status: shard ", shard,
                         " at 127\\.0\\.0\\.1:[0-9]+: table w step 0 version "
@@ -223,13 +213,13 @@ TEST(PsLaunchSupervisionTest, StoppedServerShowsInTheStallReport) {
   ASSERT_EQ(kill(server, SIGSTOP), 0);
   EXPECT_EQ(launch.Finish(), 1) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
-  EXPECT_GE(Count(lines, std::regex(absl::StrCat(
+  EXPECT_GE(CountMatching(lines, std::regex(absl::StrCat(
                              "\\[launch\\] status: processes: server 0 pid "
                              "[0-9]+ [a-z]+, server 1 pid ",
                              server, " stopped, .*"))),
             1)
       << launch.Joined();
-  EXPECT_GE(Count(lines, std::regex("\\[launch\\] status: shards: GetStats "
+  EXPECT_GE(CountMatching(lines, std::regex("\\[launch\\] status: shards: GetStats "
                                     "failed: .*")),
             1)
       << launch.Joined();

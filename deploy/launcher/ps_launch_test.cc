@@ -55,8 +55,7 @@ TEST(PsLaunchTest, TrainsAndReportsResultCsvAndPlot) {
       "server_restarts=0");
   EXPECT_TRUE(std::regex_match(run.lines.back(), result)) << run.lines.back();
   // The problem is linearly separable: training must have learned it.
-  const double acc = std::stod(
-      run.lines.back().substr(run.lines.back().find("test_accuracy=") + 14));
+  const double acc = TestAccuracy(run.lines.back());
   EXPECT_GT(acc, 0.8);
 
   ASSERT_FALSE(csv_path.empty()) << Joined(run);
@@ -225,7 +224,7 @@ TEST(PsLaunchTest, PsWorkerRunsThroughWorkerCmd) {
                        0),
             0u)
       << last;
-  EXPECT_GT(std::stod(last.substr(last.find("test_accuracy=") + 14)), 0.8);
+  EXPECT_GT(TestAccuracy(last), 0.8);
 }
 
 // --servers_only: the servers come up, their addresses and a config are

@@ -4,9 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "server/replication/in_sync.h"
 #include "server/replication/keys.h"
 
 namespace ps::launcher {
@@ -38,43 +37,31 @@ std::string ReplicationWatch::Primary(int shard) const {
   return primaries_->Address(shard);
 }
 
-std::vector<std::optional<std::vector<std::string>>>
-ReplicationWatch::InSyncIds() const {
-  std::vector<std::optional<std::vector<std::string>>> ids;
-  for (int shard = 0; shard < num_shards_; ++shard) {
-    etcdserverpb::RangeRequest range;
-    range.set_key(replication::InSyncKey(cluster_id_, shard));
-    absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_->Range(range);
-    if (!r.ok()) {
-      ids.emplace_back(std::nullopt);
-    } else if (r->kvs_size() == 0) {
-      ids.emplace_back(std::vector<std::string>());
-    } else {
-      ids.emplace_back(absl::StrSplit(r->kvs(0).value(), ','));
-    }
-  }
-  return ids;
-}
-
 std::vector<int> ReplicationWatch::InSyncCounts() const {
   std::vector<int> counts;
-  for (const auto& ids : InSyncIds()) {
-    if (!ids.has_value()) {
+  for (int shard = 0; shard < num_shards_; ++shard) {
+    absl::StatusOr<std::optional<std::vector<std::string>>> ids =
+        replication::ReadInSync(*etcd_, cluster_id_, shard);
+    if (!ids.ok()) {
       counts.push_back(-1);
       continue;
     }
     int live = 0;
-    for (const std::string& id : *ids) live += exited_ids_.contains(id) ? 0 : 1;
+    for (const std::string& id : ids->value_or(std::vector<std::string>())) {
+      live += exited_ids_.contains(id) ? 0 : 1;
+    }
     counts.push_back(live);
   }
   return counts;
 }
 
 void ReplicationWatch::ReplicaExited(int shard, const std::string& address) {
-  const std::optional<std::vector<std::string>> ids = InSyncIds()[shard];
-  for (const std::string& id : ids.value_or(std::vector<std::string>())) {
-    // An id is "<address>/<incarnation>" (replica_node.h).
-    if (absl::StartsWith(id, address + "/")) exited_ids_.insert(id);
+  absl::StatusOr<std::optional<std::vector<std::string>>> ids =
+      replication::ReadInSync(*etcd_, cluster_id_, shard);
+  if (ids.ok() && ids->has_value()) {
+    for (const std::string& id : **ids) {
+      if (replication::ReplicaAddress(id) == address) exited_ids_.insert(id);
+    }
   }
   if (shard < static_cast<int>(last_counts_.size()) &&
       last_counts_[shard] >= replicas_) {

@@ -10,7 +10,6 @@
 #define PS_DEPLOY_LAUNCHER_REPLICATION_WATCH_H_
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,10 +62,6 @@ class ReplicationWatch {
   const std::string cluster_id_;
   std::unique_ptr<replication::EtcdClient> etcd_;
   std::unique_ptr<replication::PrimaryResolver> primaries_;
-  // The in_sync ids of each shard (by shard; nullopt where etcd did not
-  // answer).
-  std::vector<std::optional<std::vector<std::string>>> InSyncIds() const;
-
   std::vector<int> last_counts_;  // as of the previous Changes()
   // Ids of exited replica processes (ReplicaExited), never counted again.
   absl::flat_hash_set<std::string> exited_ids_;

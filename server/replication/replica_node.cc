@@ -6,15 +6,14 @@
 #include <deque>
 #include <utility>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "proto/ops.h"
 #include "server/bearer_auth.h"
 #include "server/checkpoint_format.h"
+#include "server/replication/in_sync.h"
 #include "spdlog/spdlog.h"
 
 namespace ps::replication {
@@ -144,9 +143,7 @@ absl::Status ReplicaNode::Start(const std::string& address) {
         "on a trusted network, or replication.factor: 1");
   }
   address_ = address;
-  replica_id_ = absl::StrCat(
-      address, "/",
-      absl::Hex(absl::Uniform<uint64_t>(absl::BitGen()), absl::kZeroPad16));
+  replica_id_ = NewReplicaId(address);
   EtcdClientOptions etcd;
   etcd.endpoints = config_.replication.etcd_endpoints;
   etcd.keepalive_time = absl::Seconds(1);
@@ -406,13 +403,11 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
 }
 
 bool ReplicaNode::DroppedFromInSync() {
-  etcdserverpb::RangeRequest range;
-  range.set_key(InSyncKey(cluster_id_, shard_->shard_index()));
-  absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_->Range(range);
-  if (!r.ok() || r->kvs_size() != 1) return false;
-  const std::vector<absl::string_view> ids =
-      absl::StrSplit(r->kvs(0).value(), ',');
-  return std::find(ids.begin(), ids.end(), replica_id_) == ids.end();
+  absl::StatusOr<std::optional<std::vector<std::string>>> ids =
+      ReadInSync(*etcd_, cluster_id_, shard_->shard_index());
+  return ids.ok() && ids->has_value() &&
+         std::find((*ids)->begin(), (*ids)->end(), replica_id_) ==
+             (*ids)->end();
 }
 
 void ReplicaNode::TryActivate(int64_t term) {
@@ -424,18 +419,16 @@ void ReplicaNode::TryActivate(int64_t term) {
     if (follow_context_ != nullptr) follow_context_->TryCancel();
   }
   if (follow_thread_.joinable()) follow_thread_.join();
-  etcdserverpb::RangeRequest range;
-  range.set_key(InSyncKey(cluster_id_, shard_->shard_index()));
-  absl::StatusOr<etcdserverpb::RangeResponse> in_sync = etcd_->Range(range);
+  absl::StatusOr<std::optional<std::vector<std::string>>> in_sync =
+      ReadInSync(*etcd_, cluster_id_, shard_->shard_index());
   if (!in_sync.ok()) return;  // etcd unreachable: try again on the next wake
-  if (in_sync->kvs_size() > 0) {
-    const std::vector<std::string> ids =
-        absl::StrSplit(in_sync->kvs(0).value(), ',');
+  if (in_sync->has_value()) {
+    const std::vector<std::string>& ids = **in_sync;
     if (std::find(ids.begin(), ids.end(), replica_id_) == ids.end()) {
       const std::string key = InSyncKey(cluster_id_, shard_->shard_index());
       Fence(absl::StrCat(
           "elected for term ", term, " but not in the shard's in_sync set [",
-          in_sync->kvs(0).value(),
+          absl::StrJoin(ids, ","),
           "]: its state may lack acknowledged pushes. If every replica of "
           "the shard was restarted (a new run against the same etcd), that "
           "set is stale: remove it (etcdctl --endpoints=",

@@ -163,11 +163,10 @@ class ReplicaNode final : public Replication::Service {
 
   // Set by Start(), constant afterwards.
   std::string address_;
-  // This process's id in the shard's in_sync set: "<address>/<random hex>".
-  // Unique per incarnation, so a replica restarted on the same address (as
-  // ps_launch and Kubernetes do) is not taken for its predecessor: an empty
-  // restarted replica listed in a stale in_sync set could otherwise be
-  // elected and serve a shard without its acknowledged pushes.
+  // This process's id in the shard's in_sync set (NewReplicaId, in_sync.h):
+  // unique per process, so an empty replica restarted on the same address
+  // is never taken for its predecessor and elected in a shard without its
+  // acknowledged pushes.
   std::string replica_id_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<Elector> elector_;

@@ -9,9 +9,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "server/replication/in_sync.h"
 #include "server/replication/keys.h"
 #include "tests/cluster_harness.h"
 
@@ -103,13 +103,12 @@ absl::StatusOr<int> ReplicatedShard::AddReplica(int port) {
 }
 
 std::vector<std::string> ReplicatedShard::InSync() const {
-  etcdserverpb::RangeRequest range;
-  range.set_key(replication::InSyncKey(name_, 0));
-  absl::StatusOr<etcdserverpb::RangeResponse> r = etcd_client_->Range(range);
-  if (!r.ok() || r->kvs_size() == 0) return {};
+  absl::StatusOr<std::optional<std::vector<std::string>>> ids =
+      replication::ReadInSync(*etcd_client_, name_, 0);
   std::vector<std::string> addresses;
-  for (absl::string_view id : absl::StrSplit(r->kvs(0).value(), ',')) {
-    addresses.emplace_back(id.substr(0, id.rfind('/')));
+  if (!ids.ok() || !ids->has_value()) return addresses;
+  for (const std::string& id : **ids) {
+    addresses.emplace_back(replication::ReplicaAddress(id));
   }
   return addresses;
 }

@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/config.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/keys.h"
@@ -85,116 +86,130 @@ void ExpectAll(const std::vector<float>& values, float expected) {
   }
 }
 
+// Replica a the primary, replica b an in_sync backup, a client that follows
+// the primary, and the table as it was before any push.
+struct PrimaryAndBackup {
+  int a = -1;
+  int b = -1;
+  std::unique_ptr<Client> client;
+  std::vector<float> initial;
+};
+
+// Starts `shard` (`name`, `options`) that way; the timeouts allow a large
+// shard's snapshot.
+absl::StatusOr<PrimaryAndBackup> StartPrimaryAndBackup(
+    ReplicatedShard* shard, const std::string& name,
+    const ReplicatedShard::Options& options = {}) {
+  PrimaryAndBackup out;
+  RETURN_IF_ERROR(shard->Start(name, options));
+  ASSIGN_OR_RETURN(out.a, shard->AddReplica());
+  RETURN_IF_ERROR(shard->WaitFor(shard->address(out.a),
+                                 {shard->address(out.a)}, absl::Seconds(20)));
+  ASSIGN_OR_RETURN(out.b, shard->AddReplica());
+  if (absl::Status synced = shard->WaitFor(
+          shard->address(out.a),
+          {shard->address(out.a), shard->address(out.b)}, absl::Seconds(30));
+      !synced.ok()) {
+    return absl::Status(synced.code(), absl::StrCat(synced.message(), "\n",
+                                                    shard->Log(out.b)));
+  }
+  ASSIGN_OR_RETURN(out.client, shard->Connect());
+  ASSIGN_OR_RETURN(out.initial, Pull(out.client.get()));
+  return out;
+}
+
 TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) {
   ReplicatedShard shard;
-  ASSERT_TRUE(shard.Start("kill").ok());
-  absl::StatusOr<int> a = shard.AddReplica();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<int> b = shard.AddReplica();
-  ASSERT_TRUE(b.ok()) << b.status();
-  absl::Status synced = shard.WaitFor(
-      shard.address(*a), {shard.address(*a), shard.address(*b)},
-      absl::Seconds(10));
-  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*b);
-
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
-  ExpectAll(*initial, start);
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "kill");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
+  ExpectAll(setup->initial, start);
 
   // 1. SIGKILL of the primary in the middle of 2000 pushes.
   absl::Time killed;
   absl::Duration pause;
   absl::Status pushed = CountingPushes(
-      client->get(), 2000,
+      client.get(), 2000,
       [&] {
         killed = absl::Now();
-        ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+        ASSERT_TRUE(shard.replica(a)->Signal(SIGKILL).ok());
       },
       &pause);
-  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(*b);
-  EXPECT_EQ(shard.resolver().Address(0), shard.address(*b));
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(b);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(b));
   // Control RPCs follow the primary too (A is dead).
-  absl::StatusOr<std::vector<ShardStats>> stats = (*client)->GetStats();
+  absl::StatusOr<std::vector<ShardStats>> stats = client->GetStats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   std::printf("failover: longest pause between push completions %s\n",
               absl::FormatDuration(pause).c_str());
-  absl::StatusOr<std::vector<float>> after_kill = Pull(client->get());
+  absl::StatusOr<std::vector<float>> after_kill = Pull(client.get());
   ASSERT_TRUE(after_kill.ok()) << after_kill.status();
   ExpectAll(*after_kill, start - 2000);
 
   // 2. A new replica joins: state transfer, then the stream; in_sync again.
   absl::StatusOr<int> c = shard.AddReplica();
   ASSERT_TRUE(c.ok()) << c.status();
-  synced = shard.WaitFor(shard.address(*b),
-                         {shard.address(*b), shard.address(*c)},
-                         absl::Seconds(10));
+  absl::Status synced = shard.WaitFor(
+      shard.address(b), {shard.address(b), shard.address(*c)},
+      absl::Seconds(10));
   ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*c);
   // 3. It has every push: kill B under load, C takes over with exact sums.
   pushed = CountingPushes(
-      client->get(), 1000,
-      [&] { ASSERT_TRUE(shard.replica(*b)->Signal(SIGKILL).ok()); }, &pause);
+      client.get(), 1000,
+      [&] { ASSERT_TRUE(shard.replica(b)->Signal(SIGKILL).ok()); }, &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\nnew replica log:\n" << shard.Log(*c);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
-  absl::StatusOr<std::vector<float>> final_values = Pull(client->get());
+  absl::StatusOr<std::vector<float>> final_values = Pull(client.get());
   ASSERT_TRUE(final_values.ok()) << final_values.status();
   ExpectAll(*final_values, start - 3000);
 }
 
 TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   ReplicatedShard shard;
-  ASSERT_TRUE(shard.Start("stale").ok());
-  absl::StatusOr<int> a = shard.AddReplica();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<int> b = shard.AddReplica();
-  ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
-                            {shard.address(*a), shard.address(*b)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "stale");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
 
   // SIGSTOP the primary for 3 s (lease TTL 1 s), with pushes in flight.
   std::thread pauser;
   absl::Duration pause;
   absl::Status pushed = CountingPushes(
-      client->get(), 1000,
+      client.get(), 1000,
       [&] {
-        ASSERT_TRUE(shard.replica(*a)->Signal(SIGSTOP).ok());
+        ASSERT_TRUE(shard.replica(a)->Signal(SIGSTOP).ok());
         pauser = std::thread([&] {
           absl::SleepFor(absl::Seconds(3));
-          (void)shard.replica(*a)->Signal(SIGCONT);
+          (void)shard.replica(a)->Signal(SIGCONT);
         });
       },
       &pause);
   pauser.join();
-  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(*b);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(b);
   // B leads with a higher term; A, resumed, must have fenced itself.
-  ASSERT_TRUE(shard.WaitFor(shard.address(*b), {shard.address(*b)},
+  ASSERT_TRUE(shard.WaitFor(shard.address(b), {shard.address(b)},
                             absl::Seconds(10)).ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (shard.Log(*a).find("fenced") == std::string::npos &&
+  while (shard.Log(a).find("fenced") == std::string::npos &&
          absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(50));
   }
-  EXPECT_NE(shard.Log(*a).find("fenced"), std::string::npos) << shard.Log(*a);
+  EXPECT_NE(shard.Log(a).find("fenced"), std::string::npos) << shard.Log(a);
   // A fenced replica exits (code 3) for its supervisor to restart it as a
   // new backup; until then it refused every request.
-  absl::StatusOr<int> exited = shard.replica(*a)->CloseAndWait(absl::Seconds(10));
-  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(*a);
+  absl::StatusOr<int> exited = shard.replica(a)->CloseAndWait(absl::Seconds(10));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(a);
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-      << "wait status " << *exited << "\n" << shard.Log(*a);
+      << "wait status " << *exited << "\n" << shard.Log(a);
   // Nothing diverged and nothing was lost or applied twice.
-  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  absl::StatusOr<std::vector<float>> values = Pull(client.get());
   ASSERT_TRUE(values.ok()) << values.status();
   ExpectAll(*values, start - 1000);
 }
@@ -206,56 +221,48 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
 // for its supervisor; a new backup catches up and holds every push.
 TEST(ReplicatedShardTest, PausedBackupIsDroppedAfterTheAckTimeoutAndExits) {
   ReplicatedShard shard;
-  ASSERT_TRUE(shard.Start("paused_backup").ok());
-  absl::StatusOr<int> a = shard.AddReplica();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<int> b = shard.AddReplica();
-  ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
-                            {shard.address(*a), shard.address(*b)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "paused_backup");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
 
-  ASSERT_TRUE(shard.replica(*b)->Signal(SIGSTOP).ok());
+  ASSERT_TRUE(shard.replica(b)->Signal(SIGSTOP).ok());
   absl::Duration pause;
-  absl::Status pushed = CountingPushes(client->get(), 500, nullptr, &pause);
-  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(*a);
+  absl::Status pushed = CountingPushes(client.get(), 500, nullptr, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(a);
   std::printf("paused backup: longest pause between push completions %s\n",
               absl::FormatDuration(pause).c_str());
   EXPECT_GE(pause, absl::Seconds(2));  // the ack timeout
-  EXPECT_LT(pause, absl::Seconds(4)) << shard.Log(*a);
-  EXPECT_EQ(shard.InSync(), std::vector<std::string>{shard.address(*a)});
-  EXPECT_NE(shard.Log(*a).find("acknowledged nothing for"), std::string::npos)
-      << shard.Log(*a);
+  EXPECT_LT(pause, absl::Seconds(4)) << shard.Log(a);
+  EXPECT_EQ(shard.InSync(), std::vector<std::string>{shard.address(a)});
+  EXPECT_NE(shard.Log(a).find("acknowledged nothing for"), std::string::npos)
+      << shard.Log(a);
 
-  ASSERT_TRUE(shard.replica(*b)->Signal(SIGCONT).ok());
+  ASSERT_TRUE(shard.replica(b)->Signal(SIGCONT).ok());
   absl::StatusOr<int> exited =
-      shard.replica(*b)->CloseAndWait(absl::Seconds(15));
-  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(*b);
+      shard.replica(b)->CloseAndWait(absl::Seconds(15));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(b);
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-      << "wait status " << *exited << "\n" << shard.Log(*b);
-  EXPECT_NE(shard.Log(*b).find("the primary dropped this backup from "
+      << "wait status " << *exited << "\n" << shard.Log(b);
+  EXPECT_NE(shard.Log(b).find("the primary dropped this backup from "
                                "in_sync"),
             std::string::npos)
-      << shard.Log(*b);
+      << shard.Log(b);
 
   absl::StatusOr<int> c = shard.AddReplica();
   ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
-                            {shard.address(*a), shard.address(*c)},
+  ASSERT_TRUE(shard.WaitFor(shard.address(a),
+                            {shard.address(a), shard.address(*c)},
                             absl::Seconds(10)).ok())
       << shard.Log(*c);
   pushed = CountingPushes(
-      client->get(), 500,
-      [&] { ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok()); }, &pause);
+      client.get(), 500,
+      [&] { ASSERT_TRUE(shard.replica(a)->Signal(SIGKILL).ok()); }, &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(*c);
-  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  absl::StatusOr<std::vector<float>> values = Pull(client.get());
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
   ExpectAll(*values, start - 1000);
@@ -269,24 +276,16 @@ TEST(ReplicatedShardTest, PausedBackupIsDroppedAfterTheAckTimeoutAndExits) {
 // is elected, and every push the client made succeeds exactly once.
 TEST(ReplicatedShardTest, EtcdKilledForSecondsLosesNothing) {
   ReplicatedShard shard;
-  ASSERT_TRUE(shard.Start("etcd_kill").ok());
-  absl::StatusOr<int> a = shard.AddReplica();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<int> b = shard.AddReplica();
-  ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a),
-                            {shard.address(*a), shard.address(*b)},
-                            absl::Seconds(10)).ok());
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "etcd_kill");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
 
   absl::Duration pause;
-  ASSERT_TRUE(CountingPushes(client->get(), 500, nullptr, &pause).ok());
+  ASSERT_TRUE(CountingPushes(client.get(), 500, nullptr, &pause).ok());
   // etcd down for 3 s while pushes go on from another thread until 7 s after
   // the kill, across the primary's fencing and the failover (etcd is
   // restarted from this thread: LocalEtcd's child dies with the thread that
@@ -298,7 +297,7 @@ TEST(ReplicatedShardTest, EtcdKilledForSecondsLosesNothing) {
   absl::Duration longest = absl::ZeroDuration();
   std::thread pusher([&] {
     while (pushed.ok() && absl::Now() < push_until) {
-      pushed = CountingPushes(client->get(), 100, nullptr, &pause);
+      pushed = CountingPushes(client.get(), 100, nullptr, &pause);
       more += 100;
       longest = std::max(longest, pause);
     }
@@ -307,23 +306,23 @@ TEST(ReplicatedShardTest, EtcdKilledForSecondsLosesNothing) {
   const absl::Status restarted = shard.etcd()->Restart();
   pusher.join();
   ASSERT_TRUE(restarted.ok()) << restarted << "\n" << shard.etcd()->LogTail();
-  ASSERT_TRUE(pushed.ok()) << pushed << "\nA:\n" << shard.Log(*a) << "\nB:\n"
-                           << shard.Log(*b);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\nA:\n" << shard.Log(a) << "\nB:\n"
+                           << shard.Log(b);
   std::printf("etcd outage: %d pushes after the kill, longest pause between "
               "push completions %s\n",
               more, absl::FormatDuration(longest).c_str());
   EXPECT_GE(longest, absl::Seconds(1)) << "no push waited for the failover";
   absl::StatusOr<int> exited =
-      shard.replica(*a)->CloseAndWait(absl::Seconds(10));
-  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(*a);
+      shard.replica(a)->CloseAndWait(absl::Seconds(10));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(a);
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-      << "wait status " << *exited << "\n" << shard.Log(*a);
-  EXPECT_NE(shard.Log(*a).find("etcd unreachable"), std::string::npos)
-      << shard.Log(*a);
-  absl::StatusOr<std::vector<float>> values = Pull(client->get());
-  ASSERT_TRUE(values.ok()) << values.status() << "\nB:\n" << shard.Log(*b)
+      << "wait status " << *exited << "\n" << shard.Log(a);
+  EXPECT_NE(shard.Log(a).find("etcd unreachable"), std::string::npos)
+      << shard.Log(a);
+  absl::StatusOr<std::vector<float>> values = Pull(client.get());
+  ASSERT_TRUE(values.ok()) << values.status() << "\nB:\n" << shard.Log(b)
                            << "\netcd:\n" << shard.etcd()->LogTail(3000);
-  EXPECT_EQ(shard.resolver().Address(0), shard.address(*b));
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(b));
   ExpectAll(*values, start - 500 - more);
 }
 
@@ -382,24 +381,15 @@ TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
   ReplicatedShard shard;
   ReplicatedShard::Options options;
   options.table_size = 32 << 20;  // floats: 128 MiB
-  ASSERT_TRUE(shard.Start("transfer", options).ok());
-  absl::StatusOr<int> a = shard.AddReplica();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(shard.WaitFor(shard.address(*a), {shard.address(*a)},
-                            absl::Seconds(20)).ok());
-  absl::StatusOr<int> b = shard.AddReplica();
-  ASSERT_TRUE(b.ok()) << b.status();
-  absl::Status synced = shard.WaitFor(
-      shard.address(*a), {shard.address(*a), shard.address(*b)},
-      absl::Seconds(30));
-  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*b);
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "transfer", options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
   absl::Duration pause;
-  ASSERT_TRUE(CountingPushes(client->get(), 300, nullptr, &pause).ok());
+  ASSERT_TRUE(CountingPushes(client.get(), 300, nullptr, &pause).ok());
 
   // C connects; the primary logs the snapshot's size right before sending
   // its pieces: kill it then.
@@ -408,24 +398,24 @@ TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
   const std::string sending =
       absl::StrCat("backup ", shard.address(*c), "/");
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (shard.Log(*a).find(sending) == std::string::npos &&
+  while (shard.Log(a).find(sending) == std::string::npos &&
          absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(2));
   }
-  ASSERT_NE(shard.Log(*a).find(sending), std::string::npos) << shard.Log(*a);
-  ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+  ASSERT_NE(shard.Log(a).find(sending), std::string::npos) << shard.Log(a);
+  ASSERT_TRUE(shard.replica(a)->Signal(SIGKILL).ok());
   EXPECT_EQ(shard.Log(*c).find("restored the primary's snapshot"),
             std::string::npos)
       << "the transfer finished before the kill:\n" << shard.Log(*c);
 
-  ASSERT_TRUE(CountingPushes(client->get(), 300, nullptr, &pause).ok())
-      << shard.Log(*b);
-  synced = shard.WaitFor(shard.address(*b),
-                         {shard.address(*b), shard.address(*c)},
-                         absl::Seconds(30));
+  ASSERT_TRUE(CountingPushes(client.get(), 300, nullptr, &pause).ok())
+      << shard.Log(b);
+  absl::Status synced = shard.WaitFor(
+      shard.address(b), {shard.address(b), shard.address(*c)},
+      absl::Seconds(30));
   ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*c);
-  ASSERT_TRUE(shard.replica(*b)->Signal(SIGKILL).ok());
-  absl::StatusOr<std::vector<float>> final_values = Pull(client->get());
+  ASSERT_TRUE(shard.replica(b)->Signal(SIGKILL).ok());
+  absl::StatusOr<std::vector<float>> final_values = Pull(client.get());
   ASSERT_TRUE(final_values.ok()) << final_values.status() << "\n"
                                  << shard.Log(*c);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
