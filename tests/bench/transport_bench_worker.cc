@@ -169,15 +169,21 @@ class CellTimer {
   CellTimer(ps::Client* client, const WorkerOptions& options)
       : client_(*client), options_(options), out_(options.out) {}
 
-  // Runs `call` 3 times untimed, then `reps` times timed, after all workers
-  // met at a barrier; appends the cell's line. False: a call failed.
+  // Runs `call` 3 times untimed, then `reps` times timed; appends the
+  // cell's line. All workers meet at a barrier before the warm-up (no one
+  // still times the previous cell) and after it, so that the timed phases
+  // start together: the report divides every worker's bytes by the longest
+  // wall time, which a worker that started early would make too short
+  // (seen on shaped links: one worker alone at the full link rate while the
+  // other still warmed up). False: a call failed.
   bool Time(const std::string& op, const std::string& detail, uint64_t bytes, uint64_t keys,
             int reps, const std::function<absl::Status()>& call) {
-    if (!client_.Barrier().ok()) return false;  // start together
+    if (!client_.Barrier().ok()) return false;
     Measurement m{op, detail, bytes, keys, 0, 0, 0, {}};
     for (int r = 0; r < 3; ++r) {  // warm-up
       if (!call().ok()) return false;
     }
+    if (!client_.Barrier().ok()) return false;  // start together
     const double client_cpu0 = SelfCpuSeconds();
     const double server_cpu0 = ProcessesCpuSeconds(options_.server_pids);
     const auto start = Clock::now();
