@@ -13,6 +13,7 @@
 #include "proto/ops.h"
 #include "server/bearer_auth.h"
 #include "server/checkpoint_format.h"
+#include "server/replication/connection_probe.h"
 #include "server/replication/in_sync.h"
 #include "spdlog/spdlog.h"
 
@@ -399,7 +400,33 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
     // once the old primary's lease expires).
     Fence("the primary dropped this backup from in_sync (e.g. after "
           "replication.ack_timeout_ms without an ack)");
+  } else if (other_leader) {
+    DeposeIfPrimaryGone(*state.leader, follow);
   }
+}
+
+void ReplicaNode::DeposeIfPrimaryGone(const Candidate& leader,
+                                      FollowProgress* follow) {
+  constexpr absl::Duration kProbeEvery = absl::Milliseconds(100);
+  constexpr absl::Duration kProbeTimeout = absl::Milliseconds(50);
+  const absl::Time now = absl::Now();
+  if (follow->deposed || now < follow->probed_at + kProbeEvery) return;
+  follow->probed_at = now;
+  // Refused, not silent: nothing listens at the primary's address, so its
+  // process is gone (a paused or partitioned primary is left to its lease).
+  // Safety never depends on this (a wrong guess costs one failover: the
+  // deposed primary cannot get a push acknowledged without this backup,
+  // which now refuses its term); an acknowledged push is here, since this
+  // backup is still in the in_sync set (checked just before).
+  if (!ConnectionRefused(leader.value, kProbeTimeout)) return;
+  const absl::Status deposed = DeposeLeader(*etcd_, leader);
+  // Retried on the next probe only when etcd did not answer.
+  follow->deposed = !absl::IsUnavailable(deposed) &&
+                    !absl::IsDeadlineExceeded(deposed);
+  spdlog::warn("shard {}: replica {}: primary {} (term {}) refuses "
+               "connections: its process is gone; ending its term: {}",
+               shard_->shard_index(), address_, leader.value,
+               leader.create_revision, deposed.ToString());
 }
 
 bool ReplicaNode::DroppedFromInSync() {

@@ -11,7 +11,11 @@
 //              the snapshot; a stream that ends before the snapshot was
 //              restored is retried (to whoever leads then) after 200 ms
 //   backup     following the primary: snapshot restored, entries applied in
-//              sequence order, acknowledged (and then in etcd's in_sync set)
+//              sequence order, acknowledged (and then in etcd's in_sync set).
+//              When the stream ends and the primary's address refuses
+//              connections (its process died), it ends the primary's term
+//              in etcd, so a replica is elected at once instead of after
+//              the primary's lease TTL (DeposeIfPrimaryGone)
 //   primary    elected (Elector::PrimaryTerm) AND listed in the shard's
 //              in_sync key (a replica that never caught up resigns instead,
 //              so an acknowledged push can never be lost by a failover)
@@ -118,6 +122,10 @@ class ReplicaNode final : public Replication::Service {
     int64_t term = 0;   // the leader's term it followed
     bool ended = false;  // the stream ended (follow_ended_)
     absl::Time ended_at;
+    // After the stream ended: the last probe of the primary's address, and
+    // whether its term was ended from here (DeposeIfPrimaryGone).
+    absl::Time probed_at = absl::InfinitePast();
+    bool deposed = false;
   };
   // One control-loop step of a starting replica or a backup that is not
   // elected: follows the leader, retries, or fences itself.
@@ -125,6 +133,11 @@ class ReplicaNode final : public Replication::Service {
                       FollowProgress* follow);
   // Whether etcd answers with an in_sync set that lacks this replica.
   bool DroppedFromInSync();
+  // A backup whose stream from `leader` ended: when the leader's address
+  // refuses connections (its process is gone), ends its term in etcd so
+  // that the next replica is elected now, not after the lease's TTL
+  // (DESIGN.md section 6). Probes at most every 100 ms.
+  void DeposeIfPrimaryGone(const Candidate& leader, FollowProgress* follow);
   // Becomes primary for `term` if this replica is in the in_sync set.
   void TryActivate(int64_t term);
   // Rewrites in_sync as {self} + the links that caught up; false (and

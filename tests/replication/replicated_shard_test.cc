@@ -141,6 +141,12 @@ TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) 
       &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\nbackup log:\n" << shard.Log(b);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(b));
+  // B took over at once: A's port refused B's probe, so B ended A's term in
+  // etcd instead of waiting for A's lease to expire.
+  EXPECT_NE(shard.Log(b).find("refuses connections: its process is gone; "
+                              "ending its term: OK"),
+            std::string::npos)
+      << shard.Log(b);
   // Control RPCs follow the primary too (A is dead).
   absl::StatusOr<std::vector<ShardStats>> stats = client->GetStats();
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -196,6 +202,9 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   // B leads with a higher term; A, resumed, must have fenced itself.
   ASSERT_TRUE(shard.WaitFor(shard.address(b), {shard.address(b)},
                             absl::Seconds(10)).ok());
+  // A paused process still listens: B waited for A's lease, deposed nothing.
+  EXPECT_EQ(shard.Log(b).find("ending its term"), std::string::npos)
+      << shard.Log(b);
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (shard.Log(a).find("fenced") == std::string::npos &&
          absl::Now() < deadline) {
