@@ -95,7 +95,16 @@ job_path=/apis/batch/v1/namespaces/$namespace/jobs/$job
 log "waiting for job $namespace/$job to end, then scaling statefulset" \
   "${statefulsets[*]} to 0 (polling every ${poll_s}s)"
 seen=0
-start=$SECONDS
+# Milliseconds: bash's SECONDS counts whole seconds from a fractional start,
+# so "1 s" could end after a few milliseconds at a second's boundary.
+now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t / 1000)); }
+to_ms() {
+  local int=${1%%.*} frac=000
+  [[ $1 == *.* ]] && frac=${1#*.}000
+  echo $((10#$int * 1000 + 10#${frac:0:3}))
+}
+appear_timeout_ms=$(to_ms "$appear_timeout_s")
+start_ms=$(now_ms)
 reason=""
 while [[ -z $reason ]]; do
   status=$(request GET "$job_path")
@@ -110,7 +119,7 @@ while [[ -z $reason ]]; do
     404)
       if ((seen)); then
         reason="deleted"
-      elif (($(printf '%.0f' "$appear_timeout_s") <= SECONDS - start)); then
+      elif (($(now_ms) - start_ms >= appear_timeout_ms)); then
         log "job $namespace/$job did not appear within ${appear_timeout_s}s"
         exit 1
       fi
