@@ -1,7 +1,7 @@
 // ps_server: one shard of the parameter-server cluster.
 //
 //   ps_server --config FILE [--index I] [--listen HOST:PORT]
-//             [--port_file PATH] [--log_level LEVEL]
+//             [--advertise_host HOST] [--port_file PATH] [--log_level LEVEL]
 //             [--metrics_port N] [--metrics_port_file PATH]
 //             [--allow_inconsistent_restore]
 //
@@ -10,6 +10,10 @@
 // overrides the bind address (default 0.0.0.0:<port of servers[I]>); port 0
 // lets the OS pick, and --port_file receives the bound port (written to a
 // temporary file, then renamed, so a reader never sees a partial file).
+// --advertise_host (default $PS_ADVERTISE_HOST) is the host a replica of a
+// replicated shard publishes in etcd for backups and clients (with the bound
+// port); unset, it is the listen host, or servers[I]'s host when listening on
+// a wildcard. On Kubernetes it is the pod's IP (downward API).
 // Prometheus metrics are served on --metrics_port (default: the config's
 // server.metrics_port; -1 off, 0 OS-picked) at the listen host; the bound
 // port is logged and, with --metrics_port_file, written like --port_file.
@@ -53,6 +57,11 @@ ABSL_FLAG(int, index, -1,
 ABSL_FLAG(std::string, listen, "",
           "bind address host:port; default 0.0.0.0:<port of servers[index]>; "
           "port 0 = OS-picked");
+ABSL_FLAG(std::string, advertise_host, "",
+          "replication.factor > 1: the host backups and clients reach this "
+          "replica at (published in etcd with the bound port); a DNS name or "
+          "IP address, no port; default $PS_ADVERTISE_HOST, else the listen "
+          "host (servers[index]'s host when listening on 0.0.0.0 / [::])");
 ABSL_FLAG(std::string, port_file, "",
           "if set, the bound port is written to this file (atomically)");
 ABSL_FLAG(int, metrics_port, -2,
@@ -160,6 +169,20 @@ absl::StatusOr<Setup> ReadSetup() {
   RETURN_IF_ERROR(ps::ValidateLogLevel(setup.log_level));
 
   setup.options.listen_address = absl::GetFlag(FLAGS_listen);
+  std::string advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  const char* advertise_source = "--advertise_host";
+  if (advertise_host.empty()) {
+    if (const char* env = std::getenv("PS_ADVERTISE_HOST")) {
+      advertise_host = env;
+      advertise_source = "$PS_ADVERTISE_HOST";
+    }
+  }
+  absl::StatusOr<std::string> host = ps::NormalizeAdvertiseHost(advertise_host);
+  if (!host.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(advertise_source, ": ", host.status().message()));
+  }
+  setup.options.advertise_host = *host;
   const int metrics_port_flag = absl::GetFlag(FLAGS_metrics_port);
   if (metrics_port_flag != -2) {
     if (metrics_port_flag < -1 || metrics_port_flag > 65535) {
@@ -209,7 +232,7 @@ int main(int argc, char** argv) {
       argc, argv,
       "one shard of the parameter-server cluster.\n\n"
       "  ps_server --config FILE [--index I] [--listen HOST:PORT] "
-      "[--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
+      "[--advertise_host HOST] [--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
       "[--metrics_port_file PATH] [--allow_inconsistent_restore]\n\n"
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
       "bad command line or config (including an unwritable "

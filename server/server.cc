@@ -1,10 +1,15 @@
 #include "server/server.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/backend/update_backend.h"
@@ -33,6 +38,38 @@ absl::StatusOr<std::string> DefaultListenAddress(const std::string& server) {
   return absl::StrCat("0.0.0.0:", port);
 }
 
+absl::StatusOr<std::string> NormalizeAdvertiseHost(const std::string& host) {
+  if (host.empty()) return host;
+  auto invalid = [&host](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("advertise host '", host, "' ", why));
+  };
+  auto is_ipv6 = [](const std::string& text) {
+    in6_addr address;
+    return inet_pton(AF_INET6, text.c_str(), &address) == 1;
+  };
+  if (host.front() == '[') {
+    if (host.back() == ']' && is_ipv6(host.substr(1, host.size() - 2))) {
+      return host;
+    }
+    return invalid(
+        "is not a bracketed IPv6 address (give the host only, no port)");
+  }
+  if (absl::StrContains(host, ':')) {
+    if (is_ipv6(host)) return absl::StrCat("[", host, "]");
+    return invalid("has a port or is not an address (give the host only: "
+                   "the port is the one this server binds)");
+  }
+  for (char c : host) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_') {
+      return invalid(absl::StrCat(
+          "has the character '", absl::CHexEscape(std::string(1, c)),
+          "'; allowed: a DNS name, an IPv4 or IPv6 address"));
+    }
+  }
+  return host;
+}
+
 absl::StatusOr<std::unique_ptr<ParameterServerProcess>>
 ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
                                const ServerRunOptions& options) {
@@ -42,6 +79,14 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
         "server index ", shard_index, " is outside [0, ",
         config.servers.size(), ") (the config lists ", config.servers.size(),
         " servers)"));
+  }
+  if (absl::StatusOr<std::string> host =
+          NormalizeAdvertiseHost(options.advertise_host);
+      !host.ok() || *host != options.advertise_host) {
+    return host.ok() ? absl::InvalidArgumentError(absl::StrCat(
+                           "advertise host '", options.advertise_host,
+                           "' must be written ", *host))
+                     : host.status();
   }
   std::unique_ptr<ParameterServerProcess> process(
       new ParameterServerProcess(config, shard_index, options));
@@ -166,9 +211,12 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
         absl::StrCat("cannot listen on ", listen_address_));
   }
   if (replica_ != nullptr) {
-    // Backups and clients reach this replica at the listen address; a
-    // wildcard host is replaced by the host of the config's servers[i].
-    std::string host = listen_address_.substr(0, listen_address_.rfind(':'));
+    // Backups and clients reach this replica at the advertised host, else
+    // at the listen address, a wildcard replaced by servers[i]'s host.
+    std::string host = options_.advertise_host;
+    if (host.empty()) {
+      host = listen_address_.substr(0, listen_address_.rfind(':'));
+    }
     if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
       const std::string& configured = config_.servers[shard_index_];
       host = configured.substr(0, configured.rfind(':'));

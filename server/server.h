@@ -42,6 +42,13 @@ struct ServerRunOptions {
   // host:port to bind; "" = "0.0.0.0:<port of servers[shard_index]>". Port 0
   // lets the OS pick (Start() returns the port).
   std::string listen_address;
+  // replication.factor > 1: the host backups and clients use to reach this
+  // replica; it publishes "<advertise_host>:<bound port>" in etcd. "" = the
+  // listen host, or, when that is a wildcard (0.0.0.0, [::]), the host of
+  // the config's servers[shard_index] (wrong where the replicas of a shard
+  // share that entry, as on Kubernetes: there it is the pod's IP). Must be
+  // what NormalizeAdvertiseHost returns (Create checks).
+  std::string advertise_host;
   // How long Stop() lets in-flight RPCs finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(5);
   // Prometheus metrics port; unset = config.server.metrics_port (-1: no
@@ -126,6 +133,13 @@ class ParameterServerProcess {
 
 // "0.0.0.0:<port>" for a "host:port" entry of the config's servers list.
 absl::StatusOr<std::string> DefaultListenAddress(const std::string& server);
+
+// `host` as a ServerRunOptions::advertise_host: a DNS name or IPv4 address
+// unchanged, an IPv6 address bracketed ("fd00::5" -> "[fd00::5]", as
+// Kubernetes' status.podIP gives it unbracketed), "" unchanged.
+// INVALID_ARGUMENT naming the problem for a host with a port, spaces or
+// other characters a host name cannot have.
+absl::StatusOr<std::string> NormalizeAdvertiseHost(const std::string& host);
 
 }  // namespace ps
 

@@ -32,6 +32,17 @@ constexpr char kConfigMap[] = "ps-config";
 constexpr char kImagePlaceholder[] = "ps-image";
 constexpr int kGrpcPort = 50051;
 constexpr char kGpuComponent[] = "components/gpu";  // beside the base
+// Replicated shards: the component with the rank-1 StatefulSet, and the
+// example etcd (a headless Service ps-etcd on port 2379).
+constexpr char kReplicatedComponent[] = "components/replicated";
+constexpr char kEtcdComponent[] = "components/etcd";
+constexpr char kReplicaStatefulSetSuffix[] = "-r";  // ps-server-r1, ...
+constexpr int kMaxReplicationFactor = 2;  // StatefulSets in the component
+constexpr char kEtcdService[] = "ps-etcd";
+constexpr int kEtcdClientPort = 2379;
+// etcd's smallest lease with its default election timeout (1 s): 1.5
+// election timeouts, rounded up; a shorter TTL is raised to it silently.
+constexpr int kEtcdMinLeaseTtlS = 2;
 
 constexpr char kConfigFile[] = "cluster.yaml";
 constexpr char kKustomizationFile[] = "kustomization.yaml";
@@ -151,8 +162,46 @@ std::vector<std::string> ServerAddresses(const RenderOptions& o) {
   return servers;
 }
 
+// What the description says about replication, as the overlay uses it.
+struct Replication {
+  int factor = 1;
+  // The description names no etcd: the overlay brings the example one.
+  bool bundled_etcd = false;
+};
+
+// The replication settings of `config`; INVALID_ARGUMENT for what the
+// manifests cannot run.
+absl::StatusOr<Replication> ReplicationOf(const RenderOptions& o,
+                                          const ClusterConfig& config) {
+  Replication r;
+  r.factor = config.replication.factor;
+  if (r.factor <= 1) return r;
+  if (r.factor > kMaxReplicationFactor) {
+    return Invalid(absl::StrCat(
+        o.config_path, ": replication.factor ", r.factor,
+        ": the manifests run at most ", kMaxReplicationFactor,
+        " replicas per shard (", kReplicatedComponent,
+        " has the StatefulSets ", kStatefulSet, " and ", kStatefulSet,
+        kReplicaStatefulSetSuffix,
+        "1); set replication.factor: 2, or add a StatefulSet per further "
+        "replica rank to that component"));
+  }
+  r.bundled_etcd = config.replication.etcd_endpoints.empty();
+  if (r.bundled_etcd && config.replication.lease_ttl_s < kEtcdMinLeaseTtlS) {
+    return Invalid(absl::StrCat(
+        o.config_path, ": replication.lease_ttl_s ",
+        config.replication.lease_ttl_s,
+        " is below the example etcd's smallest lease (", kEtcdMinLeaseTtlS,
+        " s with its default election timeout): failover would take longer "
+        "than the config says; set replication.lease_ttl_s: ",
+        kEtcdMinLeaseTtlS, " or more"));
+  }
+  return r;
+}
+
 // The description with the size, addresses and devices of this overlay.
 absl::StatusOr<std::string> RenderConfig(const RenderOptions& o,
+                                         const Replication& replication,
                                          const std::string& description) {
   YAML::Node root;
   try {
@@ -164,6 +213,20 @@ absl::StatusOr<std::string> RenderConfig(const RenderOptions& o,
   root["cluster"]["num_workers"] = o.num_workers;
   root["server"]["device"] = o.device;
   root["training"]["device"] = o.device;
+  if (replication.factor > 1) {
+    YAML::Node section = root["replication"];
+    if (replication.bundled_etcd) {
+      section["etcd_endpoints"] = std::vector<std::string>{absl::StrCat(
+          kEtcdService, ".", o.name_space,
+          ".svc.cluster.local:", kEtcdClientPort)};
+    }
+    // One etcd key prefix per namespace (the default, the config file's
+    // stem, is "cluster" in every pod of every deployment).
+    if (!section["cluster_id"] ||
+        section["cluster_id"].as<std::string>().empty()) {
+      section["cluster_id"] = o.name_space;
+    }
+  }
   YAML::Emitter out;
   out.SetIndent(2);
   EmitNode(root, out);
@@ -195,9 +258,27 @@ std::string CommentedCommand(const RenderOptions& o) {
       "\n");
 }
 
+// The header's lines on replication ("" without).
+std::string ReplicationNote(const Replication& replication) {
+  if (replication.factor <= 1) return "";
+  std::string sets = kStatefulSet;
+  for (int rank = 1; rank < replication.factor; ++rank) {
+    absl::StrAppend(&sets, " and ", kStatefulSet, kReplicaStatefulSetSuffix,
+                    rank);
+  }
+  return absl::StrCat(
+      "\n# Replication factor ", replication.factor, ": pod i of ", sets,
+      " serves shard i\n# (", kReplicatedComponent, "); etcd: ",
+      replication.bundled_etcd
+          ? absl::StrCat("the example one (", kEtcdComponent, ")")
+          : "the description's replication.etcd_endpoints",
+      ".");
+}
+
 // The generated file's header comment: how to regenerate it and the
 // footprint the manifest checks use.
 std::string KustomizationHeader(const RenderOptions& o,
+                                const Replication& replication,
                                 const ClusterFootprint& footprint) {
   const ShardFootprint& largest = footprint.Largest();
   std::string sparse;
@@ -218,22 +299,35 @@ std::string KustomizationHeader(const RenderOptions& o,
       HumanBytes(largest.checkpoint_bytes),
       " per checkpoint (deploy/ctl/capacity.h);\n"
       "# tests/k8s checks the memory limit and grace period against them.",
-      sparse, "\n");
+      sparse, ReplicationNote(replication), "\n");
 }
 
 std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
+                                const Replication& replication,
                                 const ClusterFootprint& footprint) {
   const fs::path base = fs::path(o.config_path).parent_path();
   std::string k = absl::StrCat(
-      KustomizationHeader(o, footprint),
+      KustomizationHeader(o, replication, footprint),
       "apiVersion: kustomize.config.k8s.io/v1beta1\n"
       "kind: Kustomization\n\n"
       "resources:\n  - ",
       RelativePath(base, o.out_dir), "\n");
-  if (o.device == "cuda") {
-    absl::StrAppend(&k, "\ncomponents:\n  - ",
-                    RelativePath(base.parent_path() / kGpuComponent, o.out_dir),
-                    "\n");
+  std::vector<const char*> components;
+  if (o.device == "cuda") components.push_back(kGpuComponent);
+  if (replication.factor > 1) components.push_back(kReplicatedComponent);
+  if (replication.bundled_etcd) components.push_back(kEtcdComponent);
+  if (!components.empty()) absl::StrAppend(&k, "\ncomponents:\n");
+  for (const char* component : components) {
+    absl::StrAppend(
+        &k, "  - ", RelativePath(base.parent_path() / component, o.out_dir),
+        "\n");
+  }
+  // Every replica rank's StatefulSet has one pod per shard.
+  std::string replicas;
+  for (int rank = 0; rank < replication.factor; ++rank) {
+    absl::StrAppend(&replicas, "  - name: ", kStatefulSet,
+                    rank == 0 ? "" : absl::StrCat(kReplicaStatefulSetSuffix, rank),
+                    "\n    count: ", o.num_servers, "\n");
   }
   absl::StrAppend(&k, "\nnamespace: ", o.name_space, "\n\n",
                   "configMapGenerator:\n"
@@ -249,13 +343,9 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
                   "      disableNameSuffixHash: true\n"
                   "      labels:\n"
                   "        app.kubernetes.io/component: config\n\n"
-                  "replicas:\n"
-                  "  - name: ",
-                  kStatefulSet,
+                  "replicas:\n",
+                  replicas,
                   "\n"
-                  "    count: ",
-                  o.num_servers,
-                  "\n\n"
                   "patches:\n"
                   "  - target:\n"
                   "      kind: Job\n"
@@ -312,13 +402,17 @@ absl::StatusOr<Rendering> Render(const RenderOptions& options) {
   absl::StatusOr<std::string> description =
       ReadFileToString(options.config_path, "cluster description (--config)");
   if (!description.ok()) return description.status();
-  // The description must be valid on its own, so errors name its lines.
-  if (absl::StatusOr<ClusterConfig> c =
-          ParseClusterConfig(*description, options.config_path);
-      !c.ok()) {
-    return c.status();
-  }
-  absl::StatusOr<std::string> config = RenderConfig(options, *description);
+  // The description must be valid on its own, so errors name its lines
+  // (replication.etcd_endpoints may be left to the overlay's etcd).
+  ConfigParseOptions parse_options;
+  parse_options.etcd_endpoints_optional = true;
+  absl::StatusOr<ClusterConfig> described =
+      ParseClusterConfig(*description, options.config_path, parse_options);
+  if (!described.ok()) return described.status();
+  absl::StatusOr<Replication> replication = ReplicationOf(options, *described);
+  if (!replication.ok()) return replication.status();
+  absl::StatusOr<std::string> config =
+      RenderConfig(options, *replication, *description);
   if (!config.ok()) return config.status();
   const std::string rendered_name =
       (fs::path(options.out_dir) / kConfigFile).generic_string();
@@ -333,7 +427,7 @@ absl::StatusOr<Rendering> Render(const RenderOptions& options) {
   Rendering rendering;
   rendering.files[kConfigFile] = *config;
   rendering.files[kKustomizationFile] =
-      RenderKustomization(options, *image, *footprint);
+      RenderKustomization(options, *image, *replication, *footprint);
   rendering.largest = footprint->Largest();
   return rendering;
 }

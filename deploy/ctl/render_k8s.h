@@ -18,13 +18,23 @@
 //                       Job completions = parallelism = M, and the image.
 //                       Its header holds the command that made it.
 //
+// Replicated shards: the description's replication.factor R (1 or 2) decides.
+// With R = 2 the kustomization adds the replicated component (the second
+// server StatefulSet ps-server-r1, anti-affinity, policies) and replicas N for
+// both StatefulSets; when the description names no etcd
+// (replication.etcd_endpoints), it adds the example etcd component and
+// cluster.yaml gets ps-etcd.<namespace>.svc.cluster.local:2379; an empty
+// replication.cluster_id becomes the namespace. The description's own
+// validation (async tables only, no checkpoint_dir) applies as for servers.
+//
 // So going from 2 x 2 to 20 x 200 is one command (or one edit of that header
 // line and a re-run); `check` mode tells whether an overlay is what its
 // command renders now (tests/k8s runs it on every committed overlay).
 //
 // The names ps-server (StatefulSet and Service), ps-worker (Job), ps-config
-// (ConfigMap), ps-image (image placeholder), the gRPC port 50051 and the gpu
-// component at <base>/../components/gpu are those of deploy/k8s/base;
+// (ConfigMap), ps-image (image placeholder), the gRPC port 50051, ps-etcd
+// (port 2379) and the components at <base>/../components/{gpu,replicated,
+// etcd} are those of deploy/k8s;
 // tests/k8s checks that the rendered overlays agree with the manifests.
 #ifndef PS_DEPLOY_CTL_RENDER_K8S_H_
 #define PS_DEPLOY_CTL_RENDER_K8S_H_
@@ -55,8 +65,10 @@ struct RenderOptions {
 std::string RenderCommandLine(const RenderOptions& options);
 
 // The overlay's files, file name -> content. INVALID_ARGUMENT for a bad
-// option or a description that is not a valid config (the parser's
-// file:line:column message); NOT_FOUND when it cannot be read.
+// option, a description that is not a valid config (the parser's
+// file:line:column message) or a replication the manifests cannot run
+// (factor > 2; a lease TTL under the example etcd's minimum); NOT_FOUND when
+// it cannot be read.
 absl::StatusOr<std::map<std::string, std::string>> RenderOverlay(
     const RenderOptions& options);
 

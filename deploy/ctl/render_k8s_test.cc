@@ -212,5 +212,112 @@ TEST_F(RenderK8sTest, CheckTellsWhetherTheOverlayIsCurrent) {
   EXPECT_TRUE(absl::StrContains(stale.message(), "--num_workers=6")) << stale;
 }
 
+// The description of a replicated cluster (replication.factor 2, no etcd
+// named, async tables, no checkpoint_dir).
+constexpr char kReplicated[] =
+    "cluster:\n"
+    "  servers: [\"ps-server-0.ps-server.ps.svc.cluster.local:50051\"]\n"
+    "  num_workers: 1\n"
+    "replication:\n"
+    "  factor: 2\n"
+    "  lease_ttl_s: 3\n"
+    "server:\n"
+    "  metrics_port: 9100\n"
+    "tables:\n"
+    "  - name: mlp\n"
+    "    kind: dense\n"
+    "    size: 1000\n"
+    "    consistency: async\n";
+
+TEST_F(RenderK8sTest, ReplicationAddsTheReplicatedComponentAndTheExampleEtcd) {
+  std::ofstream(options_.config_path) << kReplicated;
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  absl::StatusOr<ClusterConfig> config =
+      ParseClusterConfig(files->at("cluster.yaml"), "out.yaml");
+  ASSERT_TRUE(config.ok()) << config.status() << files->at("cluster.yaml");
+  EXPECT_EQ(config->replication.factor, 2);
+  EXPECT_EQ(config->replication.etcd_endpoints,
+            (std::vector<std::string>{"ps-etcd.train.svc.cluster.local:2379"}));
+  EXPECT_EQ(config->replication.cluster_id, "train");  // the namespace
+  EXPECT_EQ(config->replication.lease_ttl_s, 3);
+  EXPECT_EQ(config->servers.size(), 3u);
+  const YAML::Node k = YAML::Load(files->at("kustomization.yaml"));
+  EXPECT_EQ(k["components"].size(), 2u);
+  EXPECT_EQ(k["components"][0].as<std::string>(),
+            "../../components/replicated");
+  EXPECT_EQ(k["components"][1].as<std::string>(), "../../components/etcd");
+  ASSERT_EQ(k["replicas"].size(), 2u);
+  EXPECT_EQ(k["replicas"][0]["name"].as<std::string>(), "ps-server");
+  EXPECT_EQ(k["replicas"][0]["count"].as<int>(), 3);
+  EXPECT_EQ(k["replicas"][1]["name"].as<std::string>(), "ps-server-r1");
+  EXPECT_EQ(k["replicas"][1]["count"].as<int>(), 3);
+}
+
+TEST_F(RenderK8sTest, AnEtcdOfTheDescriptionIsKeptAndNoneIsAdded) {
+  options_.device = "cuda";
+  std::string text = kReplicated;
+  text.replace(text.find("  lease_ttl_s: 3\n"), 16,
+               "  lease_ttl_s: 1\n"
+               "  cluster_id: shared\n"
+               "  etcd_endpoints: [etcd-a.infra:2379, etcd-b.infra:2379]\n");
+  std::ofstream(options_.config_path) << text;
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  absl::StatusOr<ClusterConfig> config =
+      ParseClusterConfig(files->at("cluster.yaml"), "out.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->replication.etcd_endpoints,
+            (std::vector<std::string>{"etcd-a.infra:2379", "etcd-b.infra:2379"}));
+  EXPECT_EQ(config->replication.cluster_id, "shared");
+  // A TTL of 1 s is the user's etcd's business, not refused.
+  EXPECT_EQ(config->replication.lease_ttl_s, 1);
+  const YAML::Node k = YAML::Load(files->at("kustomization.yaml"));
+  ASSERT_EQ(k["components"].size(), 2u);
+  EXPECT_EQ(k["components"][0].as<std::string>(), "../../components/gpu");
+  EXPECT_EQ(k["components"][1].as<std::string>(),
+            "../../components/replicated");
+}
+
+TEST_F(RenderK8sTest, ReplicationTheManifestsCannotRunIsRefusedWithTheFix) {
+  auto error_for = [&](const std::string& description) {
+    std::ofstream(options_.config_path) << description;
+    absl::Status status = RenderOverlay(options_).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    return std::string(status.message());
+  };
+  std::string sync = kReplicated;
+  sync.replace(sync.find("consistency: async"), 18, "consistency: sync");
+  std::string message = error_for(sync);
+  EXPECT_TRUE(absl::StartsWith(message, options_.config_path + ":13:"))
+      << message;
+  EXPECT_TRUE(absl::StrContains(
+      message, "set consistency: async, or replication.factor: 1"))
+      << message;
+
+  std::string checkpoints = kReplicated;
+  checkpoints.replace(checkpoints.find("server:\n"), 8,
+                      "server:\n  checkpoint_dir: /var/lib/ps/checkpoints\n");
+  message = error_for(checkpoints);
+  EXPECT_TRUE(absl::StrContains(message, "server.checkpoint_dir")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "remove server.checkpoint_dir"))
+      << message;
+
+  std::string three = kReplicated;
+  three.replace(three.find("factor: 2"), 9, "factor: 3");
+  message = error_for(three);
+  EXPECT_TRUE(absl::StrContains(message, "replication.factor 3")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "set replication.factor: 2"))
+      << message;
+
+  std::string short_lease = kReplicated;
+  short_lease.replace(short_lease.find("lease_ttl_s: 3"), 14, "lease_ttl_s: 1");
+  message = error_for(short_lease);
+  EXPECT_TRUE(absl::StrContains(message, "set replication.lease_ttl_s: 2 or more"))
+      << message;
+}
+
 }  // namespace
 }  // namespace ps::ctl

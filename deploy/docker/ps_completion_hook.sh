@@ -4,15 +4,17 @@
 # the Job ps-completion-hook (deploy/k8s/base/completion-hook.yaml), from the
 # same image as the servers (/opt/ps/bin/ps_completion_hook).
 #
-#   ps_completion_hook [--job=ps-worker] [--statefulset=ps-server]
+#   ps_completion_hook [--job=ps-worker] [--statefulset=ps-server]...
 #                      [--namespace=NS] [--poll_s=15] [--appear_timeout_s=600]
 #                      [--api=URL] [--token_file=F] [--ca_file=F]
 #
 # Every --poll_s it reads the Job (GET .../jobs/<job>). When its Complete or
 # Failed condition is True, or it is gone after having been seen (deleted by
-# hand or by its TTL), it sets the StatefulSet's replicas to 0 (PATCH
+# hand or by its TTL), it sets each StatefulSet's replicas to 0 (PATCH
 # .../statefulsets/<name>/scale, a merge patch) and exits 0. Each server then
-# gets SIGTERM and writes its final checkpoint.
+# gets SIGTERM and writes its final checkpoint. --statefulset may be given
+# more than once (replicated shards: one StatefulSet per replica rank);
+# without it: ps-server.
 #
 # Defaults are those of a pod: the API server from KUBERNETES_SERVICE_HOST /
 # _PORT, the service account's token, CA and namespace under
@@ -28,7 +30,7 @@ set -uo pipefail
 
 sa=/var/run/secrets/kubernetes.io/serviceaccount
 job=ps-worker
-statefulset=ps-server
+statefulsets=()
 namespace=""
 poll_s=15
 appear_timeout_s=600
@@ -42,7 +44,7 @@ usage() { log "$1"; sed -n '4,6p' "$0" >&2; exit 2; }
 for arg in "$@"; do
   case $arg in
     --job=*) job=${arg#*=} ;;
-    --statefulset=*) statefulset=${arg#*=} ;;
+    --statefulset=*) statefulsets+=("${arg#*=}") ;;
     --namespace=*) namespace=${arg#*=} ;;
     --poll_s=*) poll_s=${arg#*=} ;;
     --appear_timeout_s=*) appear_timeout_s=${arg#*=} ;;
@@ -52,6 +54,7 @@ for arg in "$@"; do
     *) usage "unknown argument '$arg'" ;;
   esac
 done
+((${#statefulsets[@]})) || statefulsets=(ps-server)
 [[ $poll_s =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage "--poll_s must be a number of seconds"
 [[ $appear_timeout_s =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
   usage "--appear_timeout_s must be a number of seconds"
@@ -88,12 +91,20 @@ request() {
 }
 
 job_path=/apis/batch/v1/namespaces/$namespace/jobs/$job
-scale_path=/apis/apps/v1/namespaces/$namespace/statefulsets/$statefulset/scale
 
 log "waiting for job $namespace/$job to end, then scaling statefulset" \
-  "$statefulset to 0 (polling every ${poll_s}s)"
+  "${statefulsets[*]} to 0 (polling every ${poll_s}s)"
 seen=0
-start=$SECONDS
+# Milliseconds: bash's SECONDS counts whole seconds from a fractional start,
+# so "1 s" could end after a few milliseconds at a second's boundary.
+now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t / 1000)); }
+to_ms() {
+  local int=${1%%.*} frac=000
+  [[ $1 == *.* ]] && frac=${1#*.}000
+  echo $((10#$int * 1000 + 10#${frac:0:3}))
+}
+appear_timeout_ms=$(to_ms "$appear_timeout_s")
+start_ms=$(now_ms)
 reason=""
 while [[ -z $reason ]]; do
   status=$(request GET "$job_path")
@@ -108,7 +119,7 @@ while [[ -z $reason ]]; do
     404)
       if ((seen)); then
         reason="deleted"
-      elif (($(printf '%.0f' "$appear_timeout_s") <= SECONDS - start)); then
+      elif (($(now_ms) - start_ms >= appear_timeout_ms)); then
         log "job $namespace/$job did not appear within ${appear_timeout_s}s"
         exit 1
       fi
@@ -126,11 +137,17 @@ while [[ -z $reason ]]; do
   [[ -n $reason ]] || sleep "$poll_s"
 done
 
-log "job $namespace/$job ended: $reason; scaling statefulset $statefulset to 0"
-status=$(request PATCH "$scale_path" '{"spec":{"replicas":0}}')
-if [[ $status != 200 ]]; then
-  log "scaling statefulset $namespace/$statefulset failed: HTTP $status" \
-    "$(jq -r '.message // empty' "$body" 2>/dev/null)"
-  exit 1
-fi
-log "statefulset $namespace/$statefulset scaled to 0; its servers checkpoint and stop"
+log "job $namespace/$job ended: $reason; scaling statefulset ${statefulsets[*]} to 0"
+failed=0
+for statefulset in "${statefulsets[@]}"; do
+  scale_path=/apis/apps/v1/namespaces/$namespace/statefulsets/$statefulset/scale
+  status=$(request PATCH "$scale_path" '{"spec":{"replicas":0}}')
+  if [[ $status != 200 ]]; then
+    log "scaling statefulset $namespace/$statefulset failed: HTTP $status" \
+      "$(jq -r '.message // empty' "$body" 2>/dev/null)"
+    failed=1
+    continue
+  fi
+  log "statefulset $namespace/$statefulset scaled to 0; its servers stop"
+done
+exit $failed

@@ -6,7 +6,8 @@
 //    "metrics_port": N, "server_device": "cpu", "training_device": "auto",
 //    "tls_enabled": false, "auth_token_set": false, "num_tables": N,
 //    "shard_resident_bytes": N, "shard_checkpoint_bytes": N,
-//    "sparse_tables": ["..."]}
+//    "sparse_tables": ["..."], "replication_factor": N,
+//    "etcd_endpoints": ["host:port", ...]}
 // where the two byte counts are those of the largest shard's dense tables
 // (deploy/ctl/capacity.h: the formula and what it leaves out).
 // tests/k8s/validate_k8s.py compares them with the rendered manifests.
@@ -64,6 +65,10 @@ std::string SummaryJson(const ps::ClusterConfig& config,
   for (const std::string& server : config.servers) {
     absl::StrAppend(&servers, servers.empty() ? "" : ", ", JsonString(server));
   }
+  std::string etcd;
+  for (const std::string& endpoint : config.replication.etcd_endpoints) {
+    absl::StrAppend(&etcd, etcd.empty() ? "" : ", ", JsonString(endpoint));
+  }
   std::string sparse;
   for (const ps::ctl::SparseRowCost& table : footprint.sparse_tables) {
     absl::StrAppend(&sparse, sparse.empty() ? "" : ", ",
@@ -82,7 +87,9 @@ std::string SummaryJson(const ps::ClusterConfig& config,
       ", \"num_tables\": ", config.tables.size(),
       ", \"shard_resident_bytes\": ", footprint.Largest().resident_bytes,
       ", \"shard_checkpoint_bytes\": ", footprint.Largest().checkpoint_bytes,
-      ", \"sparse_tables\": [", sparse, "]}");
+      ", \"sparse_tables\": [", sparse,
+      "], \"replication_factor\": ", config.replication.factor,
+      ", \"etcd_endpoints\": [", etcd, "]}");
 }
 
 }  // namespace

@@ -18,7 +18,9 @@ HOOK = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy", "docker",
                     "ps_completion_hook.sh")
 TOKEN = "hook-token-123"
 JOB_PATH = "/apis/batch/v1/namespaces/train/jobs/ps-worker"
-SCALE_PATH = "/apis/apps/v1/namespaces/train/statefulsets/ps-server/scale"
+SCALE_PREFIX = "/apis/apps/v1/namespaces/train/statefulsets/"
+SCALE_PATH = SCALE_PREFIX + "ps-server/scale"
+SCALE_PATH_R1 = SCALE_PREFIX + "ps-server-r1/scale"
 
 
 def job(*conditions):
@@ -38,12 +40,14 @@ NOT_FOUND = (404, {"kind": "Status", "message": "jobs.batch \"ps-worker\" not fo
 
 class FakeApi:
     """Answers GETs of the Job from `job_answers` (the last one repeats) and
-    PATCHes of the scale subresource with `scale_status`; records every
-    request as (method, path, headers, body)."""
+    PATCHes of the scale subresource of the StatefulSets `statefulsets` with
+    `scale_status` (others: 404); records every request as (method, path,
+    headers, body)."""
 
-    def __init__(self, job_answers, scale_status=200):
+    def __init__(self, job_answers, scale_status=200, statefulsets=("ps-server",)):
         self.job_answers = list(job_answers)
         self.scale_status = scale_status
+        self.scale_paths = [SCALE_PREFIX + name + "/scale" for name in statefulsets]
         self.requests = []
         api = self
 
@@ -74,7 +78,7 @@ class FakeApi:
 
             def do_PATCH(self):
                 self.record()
-                if self.path != SCALE_PATH:
+                if self.path not in api.scale_paths:
                     return self.answer(404, {"message": "statefulsets.apps not found"})
                 self.answer(api.scale_status, {"kind": "Scale",
                                                "spec": {"replicas": 0}})
@@ -201,3 +205,23 @@ def test_bad_usage_exits_2(tmp_path):
     assert proc.returncode == 2
     assert "--poll_s must be a number" in proc.stderr
     assert api.requests == []
+
+
+def test_every_statefulset_is_scaled_to_zero(tmp_path):
+    # Replicated shards: one StatefulSet per replica rank.
+    with FakeApi([RUNNING, COMPLETE], statefulsets=("ps-server", "ps-server-r1")) as api:
+        proc = run_hook(api, tmp_path, "--statefulset=ps-server-r1")
+    assert proc.returncode == 0, proc.stderr
+    assert [(r[0], r[1], json.loads(r[3])) for r in api.patches()] == [
+        ("PATCH", SCALE_PATH, {"spec": {"replicas": 0}}),
+        ("PATCH", SCALE_PATH_R1, {"spec": {"replicas": 0}})]
+    assert "statefulset train/ps-server-r1 scaled to 0" in proc.stderr
+
+
+def test_a_failed_statefulset_does_not_keep_the_others_up(tmp_path):
+    with FakeApi([COMPLETE], statefulsets=("ps-server-r1",)) as api:
+        proc = run_hook(api, tmp_path, "--statefulset=ps-server-r1")
+    assert proc.returncode == 1
+    assert [r[1] for r in api.patches()] == [SCALE_PATH, SCALE_PATH_R1]
+    assert "scaling statefulset train/ps-server failed: HTTP 404" in proc.stderr
+    assert "statefulset train/ps-server-r1 scaled to 0" in proc.stderr

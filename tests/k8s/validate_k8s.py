@@ -115,6 +115,8 @@ CHECKS = [
     "job-limits",
     "job-id",
     "completion-hook",
+    "replica-sets",
+    "etcd",
 ]
 
 REQUIRED_LABELS = [
@@ -143,8 +145,11 @@ SHUTDOWN_DRAIN_S = 5
 CHECKPOINT_WRITE_BYTES_PER_S = 50 * MIB
 GRACE_FIXED_S = 10
 
-# Pod components the NetworkPolicy may admit to the servers' gRPC port.
+# Pod components the NetworkPolicy may admit to the servers' gRPC port
+# (servers themselves only with replication: the Follow stream).
 GRPC_CLIENT_COMPONENTS = ("worker", "admin")
+# Components that run a pinned image of their own, not ours (image-versions).
+THIRD_PARTY_COMPONENTS = ("etcd",)
 
 
 class CheckError(Exception):
@@ -196,6 +201,18 @@ def flag_value(container, flag):
     return None
 
 
+def flag_values(container, flag):
+    """Every value of a repeated --flag=V / --flag V, in order."""
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    values = []
+    for i, arg in enumerate(argv):
+        if arg.startswith(flag + "="):
+            values.append(arg[len(flag) + 1:])
+        elif arg == flag and i + 1 < len(argv):
+            values.append(argv[i + 1])
+    return values
+
+
 def resolve_port(container, port):
     """A probe/targetPort (number or name) as the container port number."""
     for p in container.get("ports") or []:
@@ -223,6 +240,42 @@ def workload_by_component(docs, kind, component):
 
 def worker_job(docs):
     return workload_by_component(docs, "Job", "worker")
+
+
+# Replicated shards (components/replicated): one server StatefulSet per
+# replica rank, told apart by this pod label ("0" or absent: rank 0, whose
+# pods cluster.servers names).
+RANK_LABEL = "parameter-server/replica-rank"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def replica_rank(workload):
+    try:
+        return int(pod_labels(workload).get(RANK_LABEL, "0"))
+    except ValueError:
+        raise CheckError("%s: label %s is %r, not a rank" % (
+            doc_id(workload), RANK_LABEL, pod_labels(workload).get(RANK_LABEL)))
+
+
+def server_sets(docs):
+    """The server StatefulSets (pod component "server"), by replica rank."""
+    found = [d for d in docs if d.get("kind") == "StatefulSet" and
+             pod_labels(d).get("app.kubernetes.io/component") == "server"]
+    if not found:
+        raise CheckError("no StatefulSet of component server")
+    found.sort(key=replica_rank)
+    ranks = [replica_rank(d) for d in found]
+    if ranks != list(range(len(found))):
+        raise CheckError("server StatefulSets have replica ranks %s (want 0..%d, one each)" %
+                         (ranks, len(found) - 1))
+    return found
+
+
+def server_set(docs):
+    """The rank-0 server StatefulSet: the one cluster.servers names. The other
+    ranks' pod templates equal its own (check replica-sets), so the checks of
+    the server pods look at it alone."""
+    return server_sets(docs)[0]
 
 
 def mounted_volume(pod, container, path):
@@ -517,7 +570,7 @@ def run_schema_checks(ctxs, work_root):
 
 
 def check_config_parse(ctx):
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     source = config_source(ctx["docs"], sts)
     cm, key = source["configmap"], source["key"]
     path = os.path.join(ctx["work"], "cluster_config_from_configmap.yaml")
@@ -541,10 +594,17 @@ def need_config(ctx):
 
 
 def check_config_mount(ctx):
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     job = worker_job(ctx["docs"])
     s = config_source(ctx["docs"], sts)
     j = config_source(ctx["docs"], job)
+    for other in server_sets(ctx["docs"])[1:]:
+        o = config_source(ctx["docs"], other)
+        if (o["configmap"]["metadata"]["name"], o["key"]) != (
+                s["configmap"]["metadata"]["name"], s["key"]):
+            raise CheckError("%s reads ConfigMap %s key %s, %s %s key %s" % (
+                other["metadata"]["name"], o["configmap"]["metadata"]["name"], o["key"],
+                sts["metadata"]["name"], s["configmap"]["metadata"]["name"], s["key"]))
     if (s["configmap"]["metadata"]["name"], s["key"]) != (
             j["configmap"]["metadata"]["name"], j["key"]):
         raise CheckError("servers read ConfigMap %s key %s, workers %s key %s" % (
@@ -570,7 +630,7 @@ def server_grpc_port(ctx):
 
 def check_server_addresses(ctx):
     config = need_config(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     name = sts["metadata"]["name"]
     ns = sts["metadata"].get("namespace")
     if not ns:
@@ -619,7 +679,7 @@ def check_worker_count(ctx):
 
 def check_probe_ports(ctx):
     port = server_grpc_port(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     container = first_container(sts)
     if named_port(container, "grpc") != port:
         raise CheckError("container port grpc %s != cluster.servers port %d" %
@@ -654,7 +714,7 @@ def check_probe_ports(ctx):
 
 def check_metrics_port(ctx):
     config = need_config(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     container = first_container(sts)
     want = config["metrics_port"]
     have = named_port(container, "metrics")
@@ -678,10 +738,22 @@ def check_metrics_port(ctx):
 def check_checkpoint_mount(ctx):
     config = need_config(ctx)
     want = config["checkpoint_dir"].rstrip("/")
+    if config["replication_factor"] > 1:
+        # The parser refuses checkpoint_dir with replication; a claim would
+        # hold nothing and outlive the pods.
+        for sts in server_sets(ctx["docs"]):
+            if sts["spec"].get("volumeClaimTemplates"):
+                raise CheckError("StatefulSet %s has volumeClaimTemplates %s, but replicated "
+                                 "shards write no checkpoints" % (
+                                     sts["metadata"]["name"],
+                                     [c["metadata"]["name"]
+                                      for c in sts["spec"]["volumeClaimTemplates"]]))
+        return "replication factor %d: no checkpoints, no checkpoint volumes" % (
+            config["replication_factor"])
     if not want:
         raise CheckError("server.checkpoint_dir is empty: shards would lose their state on "
                          "restart")
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     claims = {c["metadata"]["name"] for c in sts["spec"].get("volumeClaimTemplates") or []}
     mounts = first_container(sts).get("volumeMounts") or []
     at = [m for m in mounts if m.get("mountPath", "").rstrip("/") == want]
@@ -702,30 +774,41 @@ def pod_labels(workload):
 
 
 def check_selectors(ctx):
-    sts = only(ctx["docs"], "StatefulSet")
-    labels = pod_labels(sts)
-    sel = ((sts["spec"].get("selector") or {}).get("matchLabels")) or {}
-    if not sel or not subset(sel, labels):
-        raise CheckError("StatefulSet selector %s does not select its pods %s" % (sel, labels))
-    svc = [d for d in ctx["docs"] if d.get("kind") == "Service" and
-           d["metadata"]["name"] == sts["spec"].get("serviceName")]
-    if svc and not (svc[0]["spec"].get("selector") and
-                    subset(svc[0]["spec"]["selector"], labels)):
-        raise CheckError("Service %s selector %s does not select the server pods" %
-                         (svc[0]["metadata"]["name"], svc[0]["spec"].get("selector")))
-    pdbs = [d for d in ctx["docs"] if d.get("kind") == "PodDisruptionBudget"]
-    if not pdbs:
-        raise CheckError("no PodDisruptionBudget for the servers")
-    for pdb in pdbs:
-        psel = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        if not psel or not subset(psel, labels):
-            raise CheckError("PodDisruptionBudget %s selector %s does not select the server "
-                             "pods" % (pdb["metadata"]["name"], psel))
-    return "ok"
+    sets = server_sets(ctx["docs"])
+    for sts in sets:
+        labels = pod_labels(sts)
+        sel = ((sts["spec"].get("selector") or {}).get("matchLabels")) or {}
+        if not sel or not subset(sel, labels):
+            raise CheckError("StatefulSet %s selector %s does not select its pods %s" %
+                             (sts["metadata"]["name"], sel, labels))
+        for other in sets:
+            if other is not sts and subset(sel, pod_labels(other)):
+                raise CheckError("StatefulSet %s selector %s also selects the pods of %s" %
+                                 (sts["metadata"]["name"], sel, other["metadata"]["name"]))
+        svc = [d for d in ctx["docs"] if d.get("kind") == "Service" and
+               d["metadata"]["name"] == sts["spec"].get("serviceName")]
+        if svc and not (svc[0]["spec"].get("selector") and
+                        subset(svc[0]["spec"]["selector"], labels)):
+            raise CheckError("Service %s selector %s does not select the server pods of %s" %
+                             (svc[0]["metadata"]["name"], svc[0]["spec"].get("selector"),
+                              sts["metadata"]["name"]))
+        # One budget over the pods of every rank: at most one server pod (so
+        # never both replicas of a shard) down for a drain at a time.
+        pdbs = [d for d in ctx["docs"] if d.get("kind") == "PodDisruptionBudget"]
+        if not pdbs:
+            raise CheckError("no PodDisruptionBudget for the servers")
+        for pdb in pdbs:
+            psel = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            if not psel or not subset(psel, labels):
+                raise CheckError("PodDisruptionBudget %s selector %s does not select the "
+                                 "server pods of %s" % (pdb["metadata"]["name"], psel,
+                                                        sts["metadata"]["name"]))
+    return "%d server StatefulSets" % len(sets)
 
 
 def check_labels(ctx):
     problems = []
+    versions = {}
     for doc in ctx["docs"]:
         targets = [("", (doc.get("metadata") or {}).get("labels") or {})]
         if doc.get("kind") in WORKLOAD_KINDS:
@@ -734,6 +817,13 @@ def check_labels(ctx):
             missing = [l for l in REQUIRED_LABELS if not labels.get(l)]
             if missing:
                 problems.append("%s%s lacks %s" % (doc_id(doc), where, ", ".join(missing)))
+            if labels.get("app.kubernetes.io/version"):
+                versions.setdefault(labels["app.kubernetes.io/version"], []).append(
+                    doc_id(doc) + where)
+    if len(versions) > 1:
+        # Components write the base's labels out; one of them fell behind.
+        problems.append("different app.kubernetes.io/version labels: %s" % "; ".join(
+            "%s on %s" % (v, ", ".join(sorted(w)[:4])) for v, w in sorted(versions.items())))
     if problems:
         raise CheckError("; ".join(problems))
     return "%d documents" % len(ctx["docs"])
@@ -750,7 +840,7 @@ def gpu_limit(container):
 
 def check_gpu_resources(ctx):
     config = need_config(ctx)
-    pairs = [("server", only(ctx["docs"], "StatefulSet"), config["server_device"],
+    pairs = [("server", server_set(ctx["docs"]), config["server_device"],
               "server.device"),
              ("worker", worker_job(ctx["docs"]), config["training_device"],
               "training.device")]
@@ -804,9 +894,9 @@ def mib(n):
 
 def check_grace_period(ctx):
     config = need_config(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     grace = pod_spec(sts).get("terminationGracePeriodSeconds", 30)
-    size = config["shard_checkpoint_bytes"]
+    size = config["shard_checkpoint_bytes"] if config["checkpoint_dir"] else 0
     need = int(math.ceil(SHUTDOWN_DRAIN_S + GRACE_FIXED_S +
                          2.0 * size / CHECKPOINT_WRITE_BYTES_PER_S))
     if grace < need:
@@ -821,7 +911,7 @@ def check_grace_period(ctx):
 
 def check_scrape_annotation(ctx):
     config = need_config(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     annotations = ((sts["spec"].get("template") or {}).get("metadata") or {}).get(
         "annotations") or {}
     want = config["metrics_port"]
@@ -846,7 +936,7 @@ def check_scrape_annotation(ctx):
 
 def check_memory_limit(ctx):
     config = need_config(ctx)
-    sts = only(ctx["docs"], "StatefulSet")
+    sts = server_set(ctx["docs"])
     tables = config["shard_resident_bytes"]
     sparse = ""
     if config["sparse_tables"]:
@@ -881,7 +971,8 @@ def containers_of(doc):
 def check_image_versions(ctx):
     where = {}
     for doc in ctx["docs"]:
-        if doc.get("kind") not in WORKLOAD_KINDS:
+        if doc.get("kind") not in WORKLOAD_KINDS or \
+                pod_labels(doc).get("app.kubernetes.io/component") in THIRD_PARTY_COMPONENTS:
             continue
         for c in containers_of(doc):
             where.setdefault(c.get("image", ""), []).append(
@@ -930,7 +1021,7 @@ def check_auth_token(ctx):
                          "read ConfigMaps has it; keep it in the Secret only")
     docs = ctx["docs"]
     sources = {}
-    sts = only(docs, "StatefulSet")
+    sts = server_set(docs)
     sources["servers"] = token_source(docs, sts, first_container(sts))
     job = worker_job(docs)
     sources["workers"] = token_source(docs, job, first_container(job))
@@ -971,16 +1062,16 @@ def rule_covers_port(rule, number, name):
     return False
 
 
-def check_network_policy(ctx):
-    docs = ctx["docs"]
-    sts = only(docs, "StatefulSet")
-    labels = pod_labels(sts)
+def admitted_peers(docs, labels, port, port_name, allowed, what):
+    """Pod selectors the NetworkPolicies selecting pods `labels` admit to
+    `port` (number and container port name). CheckError when no policy
+    selects the pods or one admits anything but pods of the `allowed`
+    components in this namespace."""
     policies = [d for d in docs if d.get("kind") == "NetworkPolicy" and
                 selects((d.get("spec") or {}).get("podSelector"), labels)]
     if not policies:
-        raise CheckError("no NetworkPolicy selects the server pods: anything in the "
-                         "cluster can reach them")
-    grpc = named_port(first_container(sts), "grpc")
+        raise CheckError("no NetworkPolicy selects the %s pods: anything in the "
+                         "cluster can reach them" % what)
     admitted = []
     for policy in policies:
         spec = policy["spec"]
@@ -988,31 +1079,50 @@ def check_network_policy(ctx):
             raise CheckError("NetworkPolicy %s does not restrict ingress" %
                              policy["metadata"]["name"])
         for rule in spec.get("ingress") or []:
-            if not rule_covers_port(rule, grpc, "grpc"):
+            if not rule_covers_port(rule, port, port_name):
                 continue
             peers = rule.get("from")
             if not peers:
-                raise CheckError("NetworkPolicy %s admits every source to the gRPC port %s"
-                                 % (policy["metadata"]["name"], grpc))
+                raise CheckError("NetworkPolicy %s admits every source to the %s port %s"
+                                 % (policy["metadata"]["name"], what, port))
             for peer in peers:
                 selector = (peer.get("podSelector") or {}).get("matchLabels") or {}
                 if "ipBlock" in peer or "namespaceSelector" in peer or \
-                        selector.get("app.kubernetes.io/component") not in \
-                        GRPC_CLIENT_COMPONENTS:
+                        selector.get("app.kubernetes.io/component") not in allowed:
                     raise CheckError(
-                        "NetworkPolicy %s admits %s to the gRPC port; only pods of "
-                        "component %s may reach the servers" %
+                        "NetworkPolicy %s admits %s to the %s port %s; only pods of "
+                        "component %s may reach it" %
                         (policy["metadata"]["name"], json.dumps(peer, sort_keys=True),
-                         " or ".join(GRPC_CLIENT_COMPONENTS)))
+                         what, port, " or ".join(allowed)))
                 admitted.append(peer["podSelector"])
-    clients = [("workers", worker_job(docs))] + [
+    return admitted
+
+
+def grpc_clients(docs):
+    """(who, workload) of every kind of pod that talks to the servers."""
+    return [("workers", worker_job(docs))] + [
         ("admin", d) for d in docs if d.get("kind") == "Deployment" and
         pod_labels(d).get("app.kubernetes.io/component") == "admin"]
+
+
+def check_network_policy(ctx):
+    docs = ctx["docs"]
+    sets = server_sets(docs)
+    grpc = named_port(first_container(sets[0]), "grpc")
+    clients = grpc_clients(docs)
+    allowed = GRPC_CLIENT_COMPONENTS
+    if len(sets) > 1:
+        # Replicated shards: a backup follows its primary over the gRPC port.
+        allowed += ("server",)
+        clients += [("servers", sts) for sts in sets]
+    admitted = []
+    for sts in sets:
+        admitted += admitted_peers(docs, pod_labels(sts), grpc, "grpc", allowed, "servers' gRPC")
     for who, workload in clients:
         if not any(selects(sel, pod_labels(workload)) for sel in admitted):
             raise CheckError("the %s (%s) are not admitted to the servers' gRPC port" %
                              (who, doc_id(workload)))
-    return "gRPC port %s from %s only" % (grpc, ", ".join(w for w, _ in clients))
+    return "gRPC port %s from %s only" % (grpc, ", ".join(sorted({w for w, _ in clients})))
 
 
 def check_job_limits(ctx):
@@ -1063,15 +1173,18 @@ def role_allows(role, group, resource, name, verb):
 
 def check_completion_hook(ctx):
     docs = ctx["docs"]
-    sts = only(docs, "StatefulSet")
+    sets = server_sets(docs)
     job = worker_job(docs)
     hook = workload_by_component(docs, "Job", "completion-hook")
     container = first_container(hook)
-    targets = {"--job": job["metadata"]["name"], "--statefulset": sts["metadata"]["name"]}
-    for flag, want in sorted(targets.items()):
-        if flag_value(container, flag) != want:
-            raise CheckError("the hook's %s is %r, not %r" %
-                             (flag, flag_value(container, flag), want))
+    if flag_value(container, "--job") != job["metadata"]["name"]:
+        raise CheckError("the hook's --job is %r, not %r" %
+                         (flag_value(container, "--job"), job["metadata"]["name"]))
+    # Every server StatefulSet (each replica rank's), nothing else.
+    names = sorted(sts["metadata"]["name"] for sts in sets)
+    if sorted(flag_values(container, "--statefulset")) != names:
+        raise CheckError("the hook's --statefulset values are %s, not %s" %
+                         (flag_values(container, "--statefulset"), names))
     worker_deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
     hook_deadline = (hook.get("spec") or {}).get("activeDeadlineSeconds")
     if isinstance(worker_deadline, int) and not (
@@ -1095,15 +1208,190 @@ def check_completion_hook(ctx):
                and any(s.get("kind") == "ServiceAccount" and s.get("name") == account and
                        s.get("namespace", ns) == ns for s in b.get("subjects") or [])]
     granted = [r for r in granted if r]
-    needs = [("batch", "jobs", job["metadata"]["name"], "get"),
-             ("apps", "statefulsets/scale", sts["metadata"]["name"], "patch")]
+    needs = [("batch", "jobs", job["metadata"]["name"], "get")] + [
+        ("apps", "statefulsets/scale", name, "patch") for name in names]
     for need in needs:
         if not any(role_allows(r, *need) for r in granted):
             raise CheckError("service account %s may not %s %s %s" %
                              (account, need[3], need[1], need[2]))
     return "%s scales %s to 0 when %s ends" % (hook["metadata"]["name"],
-                                               sts["metadata"]["name"],
+                                               " and ".join(names),
                                                job["metadata"]["name"])
+
+
+def first_difference(a, b, path=""):
+    """The first path at which two JSON-like values differ, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return "%s.%s" % (path, key)
+            found = first_difference(a[key], b[key], "%s.%s" % (path, key))
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, "%s[%d]" % (path, i))
+            if found:
+                return found
+        return None if len(a) == len(b) else "%s[%d]" % (path, min(len(a), len(b)))
+    return None if a == b else path
+
+
+def template_without_rank(workload):
+    template = json.loads(json.dumps((workload.get("spec") or {}).get("template") or {}))
+    ((template.get("metadata") or {}).get("labels") or {}).pop(RANK_LABEL, None)
+    return template
+
+
+def env_field(container, name):
+    """The fieldRef.fieldPath an env variable comes from, or None."""
+    for e in container.get("env") or []:
+        if e.get("name") == name:
+            return ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+    return None
+
+
+def check_replica_sets(ctx):
+    config = need_config(ctx)
+    sets = server_sets(ctx["docs"])
+    factor = config["replication_factor"]
+    names = [sts["metadata"]["name"] for sts in sets]
+    if len(sets) != factor:
+        raise CheckError("replication.factor is %d but there are %d server StatefulSets %s "
+                         "(one per replica rank)" % (factor, len(sets), names))
+    if factor == 1:
+        return "replication factor 1: one StatefulSet"
+    shards = len(config["servers"])
+    first = sets[0]
+    for sts in sets:
+        if sts["spec"].get("replicas", 1) != shards:
+            raise CheckError("StatefulSet %s has %s pods, not one per shard (%d)" %
+                             (sts["metadata"]["name"], sts["spec"].get("replicas", 1), shards))
+        if sts["spec"].get("serviceName") != first["spec"].get("serviceName"):
+            raise CheckError("StatefulSet %s is governed by Service %r, %s by %r" % (
+                sts["metadata"]["name"], sts["spec"].get("serviceName"),
+                first["metadata"]["name"], first["spec"].get("serviceName")))
+        diff = first_difference(template_without_rank(first), template_without_rank(sts))
+        if diff:
+            raise CheckError("the pod template of %s differs from %s's at template%s (the "
+                             "replicas of a shard must run alike)" % (
+                                 sts["metadata"]["name"], first["metadata"]["name"], diff))
+    # Pod i of every rank serves shard i.
+    container = first_container(first)
+    want_index = "metadata.labels['%s']" % POD_INDEX_LABEL
+    if env_field(container, "PS_SERVER_INDEX") != want_index:
+        raise CheckError("PS_SERVER_INDEX comes from %r, not %s: the pods of a shard would not "
+                         "share its index" % (env_field(container, "PS_SERVER_INDEX"),
+                                              want_index))
+    # Each replica publishes its own address in etcd.
+    if env_field(container, "PS_ADVERTISE_HOST") != "status.podIP":
+        raise CheckError("PS_ADVERTISE_HOST comes from %r, not status.podIP: the replicas of a "
+                         "shard would publish servers[i]'s host, the rank-0 pod's" %
+                         env_field(container, "PS_ADVERTISE_HOST"))
+    # The replicas of a shard never share a node.
+    terms = (((pod_spec(first).get("affinity") or {}).get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")) or []
+    keyed = [t for t in terms if t.get("topologyKey") == "kubernetes.io/hostname" and
+             POD_INDEX_LABEL in (t.get("matchLabelKeys") or []) and
+             all(selects(t.get("labelSelector"), pod_labels(sts)) for sts in sets)]
+    if not keyed:
+        raise CheckError("no required pod anti-affinity term over the server pods of %s with "
+                         "topologyKey kubernetes.io/hostname and matchLabelKeys [%s]: two "
+                         "replicas of a shard could share a node" % (
+                             ", ".join(names), POD_INDEX_LABEL))
+    return "%d shards x %d replicas: pod i of %s serves shard i; pods of one index on " \
+        "different nodes; each advertises status.podIP" % (shards, factor, " and ".join(names))
+
+
+def split_host_port(address):
+    m = re.fullmatch(r"(.+):(\d+)", address)
+    if not m:
+        raise CheckError("address %r is not host:port" % address)
+    return m.group(1), int(m.group(2))
+
+
+def etcd_service_of(host, namespace):
+    """(Service name, pod name or None) that an in-cluster host names in
+    `namespace`, or None for a host outside the cluster."""
+    parts = host.split(".")
+    for suffix in (["svc", "cluster", "local"], ["svc"]):
+        if parts[-len(suffix):] == suffix and len(parts) > len(suffix):
+            parts = parts[:-len(suffix)]
+            if len(parts) == 2:
+                return (parts[0], None) if parts[1] == namespace else None
+            if len(parts) == 3:
+                return (parts[1], parts[0]) if parts[2] == namespace else None
+            return None
+    if len(parts) == 1:
+        return parts[0], None
+    if len(parts) == 2 and parts[1] == namespace:
+        return parts[0], None
+    return None
+
+
+def check_etcd(ctx):
+    config = need_config(ctx)
+    if config["replication_factor"] <= 1:
+        return "replication factor 1: no etcd"
+    docs = ctx["docs"]
+    namespace = server_set(docs)["metadata"].get("namespace")
+    notes = []
+    for endpoint in config["etcd_endpoints"]:
+        host, port = split_host_port(endpoint)
+        named = etcd_service_of(host, namespace)
+        if named is None:
+            notes.append("%s outside these manifests" % endpoint)
+            continue
+        svc_name, pod = named
+        services = [d for d in docs if d.get("kind") == "Service" and
+                    d["metadata"].get("name") == svc_name and
+                    d["metadata"].get("namespace") == namespace]
+        if not services:
+            raise CheckError("replication.etcd_endpoints %s names Service %s in %s, which is "
+                             "not in the manifests" % (endpoint, svc_name, namespace))
+        svc = services[0]
+        ports = [p for p in svc["spec"].get("ports") or [] if p.get("port") == port]
+        if not ports:
+            raise CheckError("replication.etcd_endpoints %s: Service %s has no port %d (it has "
+                             "%s)" % (endpoint, svc_name, port,
+                                      [p.get("port") for p in svc["spec"].get("ports") or []]))
+        pods = [d for d in docs if d.get("kind") in WORKLOAD_KINDS and
+                subset(svc["spec"].get("selector"), pod_labels(d))]
+        if len(pods) != 1:
+            raise CheckError("Service %s selects %d workloads, not the one etcd" %
+                             (svc_name, len(pods)))
+        etcd = pods[0]
+        if pod is not None and not (
+                etcd.get("kind") == "StatefulSet" and
+                etcd["spec"].get("serviceName") == svc_name and
+                re.fullmatch(r"%s-(\d+)" % re.escape(etcd["metadata"]["name"]), pod) and
+                int(pod.rsplit("-", 1)[1]) < etcd["spec"].get("replicas", 1)):
+            raise CheckError("replication.etcd_endpoints %s: no pod %s behind Service %s" %
+                             (endpoint, pod, svc_name))
+        container = first_container(etcd)
+        target = ports[0].get("targetPort", port)
+        container_port = resolve_port(container, target)
+        listen = flag_value(container, "--listen-client-urls") or ""
+        if container_port is None or not any(
+                u.rstrip("/").endswith(":%d" % container_port) for u in listen.split(",")):
+            raise CheckError("replication.etcd_endpoints %s: Service %s port %d targets %r, "
+                             "which is not the port etcd serves clients on (%s)" % (
+                                 endpoint, svc_name, port, target,
+                                 listen or "no --listen-client-urls"))
+        port_name = next((p.get("name") for p in container.get("ports") or []
+                          if p.get("containerPort") == container_port), None)
+        admitted = admitted_peers(docs, pod_labels(etcd), container_port, port_name,
+                                  ("server", "worker", "admin"), "etcd client")
+        clients = grpc_clients(docs) + [("servers", sts) for sts in server_sets(docs)]
+        for who, workload in clients:
+            if not any(selects(sel, pod_labels(workload)) for sel in admitted):
+                raise CheckError("the %s (%s) are not admitted to etcd's client port %d: they "
+                                 "find the shards' primaries there" % (who, doc_id(workload),
+                                                                      container_port))
+        notes.append("%s = %s %s port %d, reached by servers, workers and admin" % (
+            endpoint, etcd["kind"], etcd["metadata"]["name"], container_port))
+    return "; ".join(notes)
 
 
 CHECK_FUNCS = {
@@ -1127,6 +1415,8 @@ CHECK_FUNCS = {
     "job-limits": check_job_limits,
     "job-id": check_job_id,
     "completion-hook": check_completion_hook,
+    "replica-sets": check_replica_sets,
+    "etcd": check_etcd,
 }
 
 
