@@ -23,6 +23,12 @@ namespace ps {
 namespace {
 
 constexpr char kServiceName[] = "ps.proto.ParameterServer";
+// Health of this process as a replica of its shard: SERVING while it holds
+// the shard's acknowledged state (the primary, or a backup that restored
+// the primary's snapshot and follows it; an unreplicated server always),
+// NOT_SERVING while a replica still copies or after it was fenced. For
+// readiness probes: a drain must wait for a restarted replica's copy.
+constexpr char kReplicaServiceName[] = "ps.replication.Replication";
 
 }  // namespace
 
@@ -118,9 +124,16 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   process->data_streams_ = std::make_unique<DataStreamServer>(
       process->service_.get(), process->shard_.get(), process->queue_.get());
   if (config.replication.factor > 1) {
-    process->replica_ =
-        std::make_unique<replication::ReplicaNode>(config, shard,
-                                                   options.on_replica_fenced);
+    HealthService* health = process->health_.get();
+    health->SetServingStatus(kReplicaServiceName, false);  // until it has state
+    process->replica_ = std::make_unique<replication::ReplicaNode>(
+        config, shard, options.on_replica_fenced,
+        [health](replication::ReplicaNode::Role role) {
+          health->SetServingStatus(
+              kReplicaServiceName,
+              role == replication::ReplicaNode::Role::kPrimary ||
+                  role == replication::ReplicaNode::Role::kBackup);
+        });
     replication::ReplicaNode* replica = process->replica_.get();
     process->data_streams_->set_submit_hook(
         [replica](std::shared_ptr<const DataRequestView> request,
@@ -237,6 +250,8 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   if (checkpointer_ != nullptr) checkpointer_->Start();
   health_->SetServingStatus("", true);
   health_->SetServingStatus(kServiceName, true);
+  // A replica's status follows its role from its creation on.
+  if (replica_ == nullptr) health_->SetServingStatus(kReplicaServiceName, true);
   {
     absl::MutexLock lock(&mu_);
     port_ = port;

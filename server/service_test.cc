@@ -445,6 +445,18 @@ TEST_F(ServiceTest, StopFailsParkedPullsAndReturns) {
 
 // Health: SERVING while serving; an open Watch gets NOT_SERVING when the
 // server stops and does not hold the stop up (shutdown_grace is 2 s here).
+// An unreplicated server is its shard's only replica: the replica health
+// service (what replicated pods' readiness asks) says SERVING as well.
+TEST_F(ServiceTest, UnreplicatedServerIsServingAsItsShardsReplica) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("ps.replication.Replication");
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(health->Check(&context, request, &response).ok());
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
 TEST_F(ServiceTest, HealthWatchSeesTheStopWithoutDelayingIt) {
   auto health = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;

@@ -107,11 +107,13 @@ struct ReplicaNode::Link {
 };
 
 ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
-                         std::function<void()> on_fenced)
+                         std::function<void()> on_fenced,
+                         std::function<void(Role)> on_role)
     : config_(config),
       cluster_id_(ClusterIdOf(config)),
       shard_(shard),
-      on_fenced_(std::move(on_fenced)) {}
+      on_fenced_(std::move(on_fenced)),
+      on_role_(std::move(on_role)) {}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -127,6 +129,14 @@ const char* ReplicaNode::RoleName(Role role) {
       return "fenced";
   }
   return "unknown";
+}
+
+void ReplicaNode::NotifyRole() {
+  if (!on_role_) return;
+  // Serialized, and the role read inside: the last notification tells the
+  // role as it is now, whichever thread changed it last.
+  absl::MutexLock lock(&notify_mu_);
+  on_role_(role());
 }
 
 ReplicaNode::Role ReplicaNode::role() const {
@@ -303,6 +313,7 @@ void ReplicaNode::Fence(const std::string& why) {
         absl::StrCat("shard ", shard_->shard_index(), ": replica ", address_,
                      " lost the primary role: ", why)));
   }
+  NotifyRole();
   (void)elector_->Resign();
   if (on_fenced_) on_fenced_();
 }
@@ -470,6 +481,7 @@ void ReplicaNode::TryActivate(int64_t term) {
     role_ = Role::kPrimary;
     term_ = term;
   }
+  NotifyRole();
   if (PublishInSync()) {
     spdlog::info("shard {}: replica {} is primary, term {}",
                  shard_->shard_index(), address_, term);
@@ -800,12 +812,16 @@ absl::Status ReplicaNode::RestoreSnapshot(const std::string& snapshot,
   absl::StatusOr<ShardState> state = DecodeCheckpoint(snapshot);
   if (!state.ok()) return state.status();
   RETURN_IF_ERROR(shard_->Restore(*state));
-  absl::MutexLock lock(&mu_);
-  applied_seq_ = seq;
-  if (role_ == Role::kStarting) role_ = Role::kBackup;
+  {
+    absl::MutexLock lock(&mu_);
+    applied_seq_ = seq;
+    if (role_ != Role::kStarting) return absl::OkStatus();  // fenced meanwhile
+    role_ = Role::kBackup;
+  }
   spdlog::info("shard {}: replica {} restored the primary's snapshot at seq "
                "{} (term {}); following",
-               shard_->shard_index(), address_, applied_seq_, term);
+               shard_->shard_index(), address_, seq, term);
+  NotifyRole();
   return absl::OkStatus();
 }
 

@@ -80,8 +80,12 @@ class ReplicaNode final : public Replication::Service {
   // the thread that fenced it, after the waiting pushes failed and it
   // resigned: ps_server then exits (code 3) so that its supervisor restarts
   // it as a new backup (rejoining is crash-only, see "fenced" above).
+  // `on_role` (may be empty) runs after every role change with the new
+  // role, outside the node's lock (ps_server's health service reports the
+  // replica ready while it is primary or backup).
   ReplicaNode(const ClusterConfig& config, Shard* shard,
-              std::function<void()> on_fenced = nullptr);
+              std::function<void()> on_fenced = nullptr,
+              std::function<void(Role)> on_role = nullptr);
   ~ReplicaNode() override;  // Stop()
 
   // Connects to etcd and campaigns with `address` (how clients and backups
@@ -167,12 +171,15 @@ class ReplicaNode final : public Replication::Service {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NotPrimaryMessage() const;
   void Wake();
+  // Calls on_role_ with the current role (after a change).
+  void NotifyRole() ABSL_LOCKS_EXCLUDED(mu_, notify_mu_);
 
   // Constant after construction.
   const ClusterConfig config_;
   const std::string cluster_id_;
   Shard* const shard_;
   const std::function<void()> on_fenced_;
+  const std::function<void(Role)> on_role_;
 
   // Set by Start(), constant afterwards.
   std::string address_;
@@ -186,6 +193,7 @@ class ReplicaNode final : public Replication::Service {
 
   TermFence fence_;
 
+  absl::Mutex notify_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // NotifyRole calls
   mutable absl::Mutex mu_;
   Role role_ ABSL_GUARDED_BY(mu_) = Role::kStarting;
   int64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // as primary

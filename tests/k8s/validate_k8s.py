@@ -67,6 +67,14 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
                     StatefulSet by name, outlasts the workers' deadline and
                     its service account may get the Job and patch the
                     StatefulSet's scale.
+  replica-sets      one server StatefulSet per replica rank
+                    (replication.factor), alike, one pod per shard, pod i
+                    serving shard i, PS_ADVERTISE_HOST from status.podIP, a
+                    required anti-affinity keyed on the pod index, readiness
+                    (only) on the health service ps.replication.Replication.
+  etcd              replication.etcd_endpoints name the etcd Service and
+                    port of the manifests (or an etcd outside them), and
+                    servers, workers and the admin pod may reach it.
 
 Exit status: 0 when every check of every directory passed, 1 otherwise, 2 on
 bad usage or a missing tool. With --json FILE the results are also written as
@@ -1252,6 +1260,11 @@ def env_field(container, name):
     return None
 
 
+# ps_server's health service for "this replica holds its shard's state"
+# (server/server.cc, kReplicaServiceName).
+REPLICA_HEALTH_SERVICE = "ps.replication.Replication"
+
+
 def check_replica_sets(ctx):
     config = need_config(ctx)
     sets = server_sets(ctx["docs"])
@@ -1289,6 +1302,18 @@ def check_replica_sets(ctx):
         raise CheckError("PS_ADVERTISE_HOST comes from %r, not status.podIP: the replicas of a "
                          "shard would publish servers[i]'s host, the rank-0 pod's" %
                          env_field(container, "PS_ADVERTISE_HOST"))
+    # Ready only with the shard's state; never restarted while copying it.
+    probes = {kind: ((container.get(kind) or {}).get("grpc") or {}).get("service", "")
+              for kind in ("readinessProbe", "livenessProbe", "startupProbe")}
+    if probes["readinessProbe"] != REPLICA_HEALTH_SERVICE:
+        raise CheckError("the servers' readiness probe asks gRPC health service %r, not %r: a "
+                         "replica still copying the primary's state would be Ready, and a "
+                         "drain could take the primary before the copy ends" % (
+                             probes["readinessProbe"], REPLICA_HEALTH_SERVICE))
+    for kind in ("livenessProbe", "startupProbe"):
+        if probes[kind] == REPLICA_HEALTH_SERVICE:
+            raise CheckError("the servers' %s asks %r: a replica copying a large shard would be "
+                             "restarted before it caught up" % (kind, REPLICA_HEALTH_SERVICE))
     # The replicas of a shard never share a node.
     terms = (((pod_spec(first).get("affinity") or {}).get("podAntiAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution")) or []
@@ -1301,7 +1326,8 @@ def check_replica_sets(ctx):
                          "replicas of a shard could share a node" % (
                              ", ".join(names), POD_INDEX_LABEL))
     return "%d shards x %d replicas: pod i of %s serves shard i; pods of one index on " \
-        "different nodes; each advertises status.podIP" % (shards, factor, " and ".join(names))
+        "different nodes; each advertises status.podIP; ready only with the shard's state" % (
+            shards, factor, " and ".join(names))
 
 
 def split_host_port(address):

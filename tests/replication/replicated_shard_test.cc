@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -28,7 +29,9 @@
 #include "client/client.h"
 #include "common/config.h"
 #include "common/status_macros.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/health.grpc.pb.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/keys.h"
 #include "server/replication/local_etcd.h"
@@ -84,6 +87,25 @@ void ExpectAll(const std::vector<float>& values, float expected) {
   for (int i = 0; i < kSize; ++i) {
     ASSERT_EQ(values[i], expected) << "element " << i;
   }
+}
+
+// The replica's answer to a health Check of the replica service (the one
+// readiness probes ask on Kubernetes): "SERVING", "NOT_SERVING", or the
+// call's error.
+std::string ReplicaHealth(const std::string& address) {
+  std::unique_ptr<grpc::health::v1::Health::Stub> stub =
+      grpc::health::v1::Health::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("ps.replication.Replication");
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return status.error_message();
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+      response.status());
 }
 
 // Replica a the primary, replica b an in_sync backup, a client that follows
@@ -416,6 +438,9 @@ TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
   EXPECT_EQ(shard.Log(*c).find("restored the primary's snapshot"),
             std::string::npos)
       << "the transfer finished before the kill:\n" << shard.Log(*c);
+  // C has no state yet: not ready (its next copy starts 200 ms after the
+  // cut stream and takes longer than this call).
+  EXPECT_EQ(ReplicaHealth(shard.address(*c)), "NOT_SERVING");
 
   ASSERT_TRUE(CountingPushes(client.get(), 300, nullptr, &pause).ok())
       << shard.Log(b);
@@ -423,6 +448,8 @@ TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
       shard.address(b), {shard.address(b), shard.address(*c)},
       absl::Seconds(30));
   ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*c);
+  EXPECT_EQ(ReplicaHealth(shard.address(b)), "SERVING");  // primary
+  EXPECT_EQ(ReplicaHealth(shard.address(*c)), "SERVING");  // in sync
   ASSERT_TRUE(shard.replica(b)->Signal(SIGKILL).ok());
   absl::StatusOr<std::vector<float>> final_values = Pull(client.get());
   ASSERT_TRUE(final_values.ok()) << final_values.status() << "\n"
