@@ -248,12 +248,17 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       seq = ++last_seq_;
       op->remaining = 1;
       for (const std::shared_ptr<Link>& link : links_) {
-        if (link->broken) continue;
-        if (link->acked == link->last_enqueued) link->progress = absl::Now();
-        Entry e;
-        e.set_seq(seq);
-        e.set_data_request(entry);
-        link->queue.push_back(std::move(e));
+        // A broken link is waited for too, though nothing is sent to it:
+        // its backup may still be in etcd's in_sync set, and so be elected
+        // next, until PublishInSync removed it (which releases its waits).
+        // Acknowledging without it before that could lose the push.
+        if (!link->broken) {
+          if (link->acked == link->last_enqueued) link->progress = absl::Now();
+          Entry e;
+          e.set_seq(seq);
+          e.set_data_request(entry);
+          link->queue.push_back(std::move(e));
+        }
         link->last_enqueued = seq;
         ++op->remaining;
       }

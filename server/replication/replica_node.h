@@ -30,9 +30,11 @@
 // the local apply AND every backup's ack for that seq are in. A backup whose
 // stream breaks is first removed from etcd's in_sync set with a Txn guarded
 // by the primary's term (Elector::GuardedTxn), and only then stops being
-// waited for; if that Txn fails the primary was deposed and fences itself,
-// failing the waiting pushes with UNAVAILABLE (clients resend them to the
-// new primary with the same ids; every replica's dedup window recorded
+// waited for, by the pushes already waiting and by new ones alike (while
+// etcd is unreachable, pushes therefore wait); if that Txn fails the
+// primary was deposed and fences itself, failing the waiting pushes with
+// UNAVAILABLE (clients resend them to the new primary with the same ids;
+// every replica's dedup window recorded
 // them). On a non-primary every data request is answered UNAVAILABLE
 // "shard <i>: replica <id> is not primary (primary: <addr>, term <t>)".
 //
