@@ -76,6 +76,25 @@ absl::StatusOr<std::string> NormalizeAdvertiseHost(const std::string& host) {
   return host;
 }
 
+void ParameterServerProcess::CreateReplica() {
+  HealthService* health = health_.get();
+  health->SetServingStatus(kReplicaServiceName, false);  // until it has state
+  replica_ = std::make_unique<replication::ReplicaNode>(
+      config_, shard_.get(), options_.on_replica_fenced,
+      [health](replication::ReplicaNode::Role role) {
+        health->SetServingStatus(
+            kReplicaServiceName,
+            role == replication::ReplicaNode::Role::kPrimary ||
+                role == replication::ReplicaNode::Role::kBackup);
+      });
+  replication::ReplicaNode* replica = replica_.get();
+  data_streams_->set_submit_hook(
+      [replica](std::shared_ptr<const DataRequestView> request,
+                Shard::DataDone done) {
+        replica->Submit(std::move(request), std::move(done));
+      });
+}
+
 absl::StatusOr<std::unique_ptr<ParameterServerProcess>>
 ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
                                const ServerRunOptions& options) {
@@ -123,24 +142,7 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   process->queue_ = std::make_unique<ServerQueue>();
   process->data_streams_ = std::make_unique<DataStreamServer>(
       process->service_.get(), process->shard_.get(), process->queue_.get());
-  if (config.replication.factor > 1) {
-    HealthService* health = process->health_.get();
-    health->SetServingStatus(kReplicaServiceName, false);  // until it has state
-    process->replica_ = std::make_unique<replication::ReplicaNode>(
-        config, shard, options.on_replica_fenced,
-        [health](replication::ReplicaNode::Role role) {
-          health->SetServingStatus(
-              kReplicaServiceName,
-              role == replication::ReplicaNode::Role::kPrimary ||
-                  role == replication::ReplicaNode::Role::kBackup);
-        });
-    replication::ReplicaNode* replica = process->replica_.get();
-    process->data_streams_->set_submit_hook(
-        [replica](std::shared_ptr<const DataRequestView> request,
-                  Shard::DataDone done) {
-          replica->Submit(std::move(request), std::move(done));
-        });
-  }
+  if (config.replication.factor > 1) process->CreateReplica();
   if (!config.server.checkpoint_dir.empty()) {
     // Restored before the port is bound, so nothing is served (and health
     // never says SERVING) from the initial values of a shard that has a

@@ -102,6 +102,10 @@ class ParameterServerProcess {
  private:
   ParameterServerProcess(const ClusterConfig& config, int shard_index,
                          const ServerRunOptions& options);
+  // replication.factor > 1: the shard's ReplicaNode, wired to the data
+  // streams (every data request goes through it) and to the health service
+  // ("ps.replication.Replication" follows its role).
+  void CreateReplica();
 
   const ClusterConfig config_;
   const int shard_index_;

@@ -36,6 +36,8 @@ grpc::Status CheckFollower(const grpc::ServerContext& context,
 // request of up to server.max_message_bytes): the backup's channel accepts
 // that much (FollowOnce).
 constexpr size_t kMaxBatchBytes = 4 << 20;
+// Submit's marker for "answer with NotPrimaryMessage()".
+constexpr char kNotPrimary[] = "not primary";
 // The snapshot's pieces (FollowMessage.snapshot).
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 
@@ -85,7 +87,10 @@ class StringSink final : public CheckpointSink {
 struct ReplicaNode::Op {
   Shard::DataDone done;
   proto::DataResponse response;
-  int remaining = 0;  // the local apply + one ack per backup link
+  int remaining = 0;  // the local apply (pushes) + one ack per backup link
+  // A pull served without etcd: run on the shard once the backups
+  // acknowledged its barrier entry (then `done` gets the pull's answer).
+  std::shared_ptr<const DataRequestView> pull;
 };
 
 struct ReplicaNode::Link {
@@ -220,33 +225,41 @@ std::string ReplicaNode::NotPrimaryMessage() const {
 void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
                          Shard::DataDone done) {
   const std::optional<int64_t> term = elector_->PrimaryTerm();
+  // Only read when the lease is not confirmed (rare): whether we still hold
+  // our term while etcd is unreachable.
+  const RoleState unconfirmed =
+      term.has_value() ? RoleState() : elector_->state();
   const uint64_t request_id = request->request_id;
-  auto refuse = [&] {
-    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable,
-                       NotPrimaryMessage()));
-  };
-  if (!IsPush(request->op)) {
-    // Pulls are no entries: the primary serves them from its state while
-    // its lease is valid (no other replica can have been elected).
-    bool primary;
-    {
-      absl::MutexLock lock(&mu_);
-      primary = role_ == Role::kPrimary && term == term_;
-    }
-    if (!primary) return refuse();
-    shard_->SubmitData(std::move(request), std::move(done));
-    return;
-  }
-  const std::string entry = SerializeView(*request);
+  const bool push = IsPush(request->op);
+  // A barrier (empty) for a pull served without etcd: see below.
+  const std::string entry = push ? SerializeView(*request) : std::string();
   auto op = std::make_shared<Op>();
   op->response.set_request_id(request_id);
-  uint64_t seq = 0;
+  std::string refused;    // why, when not served
+  uint64_t sequenced = 0;  // the entry's seq, when it got one
   {
     absl::MutexLock lock(&mu_);
-    if (role_ == Role::kPrimary && term == term_) {
+    const bool leased = role_ == Role::kPrimary && term == term_;
+    const bool without_etcd =
+        !leased && role_ == Role::kPrimary &&
+        unconfirmed.role == RoleState::Role::kUnknown &&
+        unconfirmed.term == term_;
+    if (!leased && !without_etcd) {
+      refused = kNotPrimary;
+    } else if (!push && leased) {
+      // Served from this replica's state while its lease is valid: no
+      // other replica can have been elected.
+    } else if (without_etcd && AnyLinkBrokenLocked()) {
+      refused = WithoutEtcdMessageLocked();
+    } else {
+      // A push; or a pull without etcd, sequenced as a barrier: it is
+      // served once every backup acknowledged it, i.e. still followed this
+      // term after the pull arrived (no other primary can have served a
+      // write before it).
+      const uint64_t seq = ++last_seq_;
       op->done = std::move(done);
-      seq = ++last_seq_;
-      op->remaining = 1;
+      op->remaining = push ? 1 : 0;
+      if (!push) op->pull = request;
       for (const std::shared_ptr<Link>& link : links_) {
         // A broken link is waited for too, though nothing is sent to it:
         // its backup may still be in etcd's in_sync set, and so be elected
@@ -262,25 +275,51 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
         link->last_enqueued = seq;
         ++op->remaining;
       }
-      waiting_.emplace(seq, op);
-      ++local_in_flight_;
+      if (op->remaining > 0) waiting_.emplace(seq, op);
+      if (push) ++local_in_flight_;
+      sequenced = seq;
     }
   }
-  if (seq == 0) return refuse();
-  shard_->SubmitData(std::move(request), [this, seq](proto::DataResponse r) {
-    std::vector<std::shared_ptr<Op>> finished;
-    {
-      absl::MutexLock lock(&mu_);
-      --local_in_flight_;
-      auto it = waiting_.find(seq);
-      if (it == waiting_.end()) return;  // failed meanwhile (fenced, stop)
-      const uint64_t id = it->second->response.request_id();
-      it->second->response = std::move(r);
-      it->second->response.set_request_id(id);
-      ArriveLocked(seq, &finished);
+  if (refused == kNotPrimary) {
+    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable,
+                       NotPrimaryMessage()));
+  } else if (!refused.empty()) {
+    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable, refused));
+  } else if (sequenced == 0) {
+    shard_->SubmitData(std::move(request), std::move(done));  // leased pull
+  } else if (push) {
+    shard_->SubmitData(std::move(request),
+                       [this, sequenced](proto::DataResponse r) {
+                         OnLocalApplied(sequenced, std::move(r));
+                       });
+  } else if (op->remaining == 0) {
+    Finish({op});  // a barrier with no backup to wait for
+  }
+}
+
+void ReplicaNode::OnLocalApplied(uint64_t seq, proto::DataResponse response) {
+  std::vector<std::shared_ptr<Op>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    --local_in_flight_;
+    auto it = waiting_.find(seq);
+    if (it == waiting_.end()) return;  // failed meanwhile (fenced, stop)
+    const uint64_t id = it->second->response.request_id();
+    it->second->response = std::move(response);
+    it->second->response.set_request_id(id);
+    ArriveLocked(seq, &finished);
+  }
+  Finish(std::move(finished));
+}
+
+void ReplicaNode::Finish(std::vector<std::shared_ptr<Op>> ops) {
+  for (std::shared_ptr<Op>& op : ops) {
+    if (op->pull != nullptr) {
+      shard_->SubmitData(std::move(op->pull), std::move(op->done));
+    } else {
+      op->done(std::move(op->response));
     }
-    for (auto& done : finished) done->done(std::move(done->response));
-  });
+  }
 }
 
 void ReplicaNode::ArriveLocked(uint64_t seq,
@@ -353,29 +392,90 @@ void ReplicaNode::ControlLoop() {
           StepAsFollower(role, state, &follow);
         }
         break;
-      case Role::kPrimary: {
-        int64_t mine;
-        {
-          absl::MutexLock lock(&mu_);
-          mine = term_;
-        }
-        if (term != mine) {
-          // PrimaryTerm() checks the lease at call time; the elector's own
-          // reason may not be written yet when the lease just lapsed.
-          Fence(absl::StrCat(
-              "no longer primary of term ", mine, ": ",
-              state.reason.empty()
-                  ? "its lease was not renewed within its validity (etcd "
-                    "unreachable?)"
-                  : state.reason));
-        } else if (DropSilentBackups() || dirty) {
-          PublishInSync();
-        }
+      case Role::kPrimary:
+        StepAsPrimary(state, term, dirty);
         break;
-      }
       case Role::kFenced:
         break;
     }
+  }
+}
+
+void ReplicaNode::StepAsPrimary(const RoleState& state,
+                                std::optional<int64_t> term, bool dirty) {
+  int64_t mine;
+  bool was_without_etcd;
+  {
+    absl::MutexLock lock(&mu_);
+    mine = term_;
+    was_without_etcd = without_etcd_;
+    if (term == mine) without_etcd_ = false;
+  }
+  if (term == mine) {
+    if (was_without_etcd) {
+      spdlog::info("shard {}: etcd answers again: replica {} is still "
+                   "primary of term {}",
+                   shard_->shard_index(), address_, mine);
+    }
+    if (DropSilentBackups() || dirty || was_without_etcd) PublishInSync();
+    return;
+  }
+  if (!term.has_value() && state.role == RoleState::Role::kUnknown &&
+      state.term == mine) {
+    // Our lease could not be renewed (etcd unreachable), but no other
+    // replica can have been elected without this replica's backups, and
+    // each push still needs every backup's ack (a backup that followed a
+    // new primary refuses our term): serve on while they all acknowledge.
+    if (!was_without_etcd) {
+      {
+        absl::MutexLock lock(&mu_);
+        without_etcd_ = true;
+      }
+      spdlog::warn("shard {}: replica {} keeps serving term {} without "
+                   "etcd ({}): while every backup acknowledges; no replica "
+                   "set change until etcd answers",
+                   shard_->shard_index(), address_, mine, state.reason);
+    }
+    DropSilentBackups();
+    FailWaitingIfLinkBroken();
+    return;
+  }
+  // PrimaryTerm() checks the lease at call time; the elector's own reason
+  // may not be written yet when the lease just lapsed.
+  Fence(absl::StrCat("no longer primary of term ", mine, ": ",
+                     state.reason.empty()
+                         ? "its lease was not renewed within its validity "
+                           "(etcd unreachable?)"
+                         : state.reason));
+}
+
+bool ReplicaNode::AnyLinkBrokenLocked() const {
+  return std::any_of(links_.begin(), links_.end(),
+                     [](const std::shared_ptr<Link>& l) { return l->broken; });
+}
+
+std::string ReplicaNode::WithoutEtcdMessageLocked() const {
+  return absl::StrCat(
+      "shard ", shard_->shard_index(), ": primary ", address_, " (term ",
+      term_, ") cannot reach etcd and a backup stopped acknowledging: the "
+      "replica set cannot change until etcd answers");
+}
+
+void ReplicaNode::FailWaitingIfLinkBroken() {
+  std::vector<std::shared_ptr<Op>> failed;
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!AnyLinkBrokenLocked()) return;
+    why = WithoutEtcdMessageLocked();
+    for (auto& [seq, op] : waiting_) failed.push_back(op);
+    waiting_.clear();
+  }
+  // Never acknowledged: their clients resend them (same ids) to whoever is
+  // primary once etcd answers.
+  for (auto& op : failed) {
+    op->done(ErrorResponse(op->response.request_id(),
+                           absl::StatusCode::kUnavailable, why));
   }
 }
 
@@ -540,7 +640,7 @@ bool ReplicaNode::PublishInSync() {
                    links_.end());
     }
   }
-  for (auto& op : finished) op->done(std::move(op->response));
+  Finish(std::move(finished));
   spdlog::info("shard {}: in_sync = [{}]{}", shard_->shard_index(), value,
                dropped.empty() ? ""
                                : absl::StrCat(" (dropped ", dropped.size(),
@@ -577,7 +677,7 @@ void ReplicaNode::ReadAcks(
         wake_ = true;
       }
     }
-    for (auto& op : finished) op->done(std::move(op->response));
+    Finish(std::move(finished));
   }
 }
 
@@ -841,6 +941,10 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
     if (entry.seq() != applied + 1) {
       return absl::DataLossError(absl::StrCat("entry ", entry.seq(), " after ",
                                               applied, " (a gap)"));
+    }
+    if (entry.data_request().empty()) {
+      applied = entry.seq();  // a barrier (a pull without etcd): ack only
+      continue;
     }
     auto request = std::make_shared<proto::DataRequest>();
     if (!request->ParseFromString(entry.data_request())) {

@@ -18,7 +18,12 @@
 //              the primary's lease TTL (DeposeIfPrimaryGone)
 //   primary    elected (Elector::PrimaryTerm) AND listed in the shard's
 //              in_sync key (a replica that never caught up resigns instead,
-//              so an acknowledged push can never be lost by a failover)
+//              so an acknowledged push can never be lost by a failover).
+//              When its lease cannot be renewed (etcd unreachable) it keeps
+//              serving its term: pushes need every backup's ack anyway, and
+//              pulls are answered after a barrier entry every backup
+//              acknowledged; the replica set cannot change until etcd
+//              answers (StepAsPrimary)
 //   fenced     was primary or backup and lost that role (deposed, stream to
 //              the primary broken and someone else elected): refuses every
 //              request; rejoining needs a restart (a fresh process follows
@@ -51,9 +56,10 @@
 #define PS_SERVER_REPLICATION_REPLICA_NODE_H_
 
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,6 +139,22 @@ class ReplicaNode final : public Replication::Service {
     absl::Time probed_at = absl::InfinitePast();
     bool deposed = false;
   };
+  // One control-loop step of the primary: renews in_sync when its lease is
+  // confirmed; serves on without etcd while its lease is unconfirmed (etcd
+  // unreachable) under the term it holds; fences itself otherwise.
+  void StepAsPrimary(const RoleState& state, std::optional<int64_t> term,
+                     bool dirty) ABSL_LOCKS_EXCLUDED(mu_);
+  bool AnyLinkBrokenLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string WithoutEtcdMessageLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Without etcd a broken link cannot be dropped from in_sync: the waiting
+  // requests fail (UNAVAILABLE) instead of waiting for etcd.
+  void FailWaitingIfLinkBroken() ABSL_LOCKS_EXCLUDED(mu_);
+  // A push's local apply completed.
+  void OnLocalApplied(uint64_t seq, proto::DataResponse response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Answers ops whose acks are all in (a pull without etcd runs now).
+  void Finish(std::vector<std::shared_ptr<Op>> ops) ABSL_LOCKS_EXCLUDED(mu_);
   // One control-loop step of a starting replica or a backup that is not
   // elected: follows the leader, retries, or fences itself.
   void StepAsFollower(Role role, const RoleState& state,
@@ -199,6 +221,9 @@ class ReplicaNode final : public Replication::Service {
   mutable absl::Mutex mu_;
   Role role_ ABSL_GUARDED_BY(mu_) = Role::kStarting;
   int64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // as primary
+  // Primary whose lease could not be renewed (etcd unreachable) serving on
+  // under term_ (StepAsPrimary).
+  bool without_etcd_ ABSL_GUARDED_BY(mu_) = false;
   std::string fenced_reason_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

@@ -83,4 +83,14 @@ int CountingClient(const ClientOptions& options, LineChannel& channel) {
   }
 }
 
+std::string Ask(HostProcess& client, const std::string& command,
+                absl::Duration timeout) {
+  if (!command.empty()) {
+    absl::Status sent = client.channel().Send(command);
+    if (!sent.ok()) return sent.ToString();
+  }
+  absl::StatusOr<std::string> reply = client.channel().Receive(timeout);
+  return reply.ok() ? *reply : reply.status().ToString();
+}
+
 }  // namespace ps::testing

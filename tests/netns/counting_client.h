@@ -13,6 +13,9 @@
 #ifndef PS_TESTS_NETNS_COUNTING_CLIENT_H_
 #define PS_TESTS_NETNS_COUNTING_CLIENT_H_
 
+#include <string>
+
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "tests/netns/netns.h"
 
@@ -22,6 +25,12 @@ constexpr int kCountingTableSize = 1024;  // floats: 4 KiB
 
 // The body for TestNetwork::Fork; returns the process's exit code.
 int CountingClient(const ClientOptions& options, LineChannel& channel);
+
+// The test's side: sends `command` to a CountingClient (nothing when empty:
+// then it reads the next line, e.g. "connected") and returns the reply, or
+// the channel's error as text (DEADLINE_EXCEEDED after `timeout`).
+std::string Ask(HostProcess& client, const std::string& command,
+                absl::Duration timeout = absl::Seconds(60));
 
 }  // namespace ps::testing
 

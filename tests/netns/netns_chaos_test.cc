@@ -59,7 +59,6 @@ namespace {
 
 constexpr int kEvents = 8;
 constexpr int kPushesPerRound = 25;  // per client
-constexpr absl::Duration kReply = absl::Seconds(60);
 
 const char* const kServerHosts[] = {"a", "b"};
 const char* const kClientHosts[] = {"c", "d"};
@@ -152,15 +151,6 @@ int Occurrences(const std::string& text, const std::string& what) {
     ++n;
   }
   return n;
-}
-
-std::string Ask(HostProcess& proc, const std::string& command) {
-  if (!command.empty()) {
-    absl::Status sent = proc.channel().Send(command);
-    if (!sent.ok()) return sent.ToString();
-  }
-  absl::StatusOr<std::string> reply = proc.channel().Receive(kReply);
-  return reply.ok() ? *reply : reply.status().ToString();
 }
 
 TEST(NetnsChaosTest, SeededCutsAndPausesKeepExactCountsOnBothShards) {

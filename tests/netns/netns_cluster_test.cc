@@ -121,12 +121,7 @@ client:
 
   // Sends `command` (none when empty) and returns the reply.
   static std::string Ask(HostProcess& proc, const std::string& command) {
-    if (!command.empty()) {
-      absl::Status sent = proc.channel().Send(command);
-      if (!sent.ok()) return sent.ToString();
-    }
-    absl::StatusOr<std::string> reply = proc.channel().Receive(kReply);
-    return reply.ok() ? *reply : reply.status().ToString();
+    return ps::testing::Ask(proc, command, kReply);
   }
 
   std::unique_ptr<TestNetwork> net_;  // first: outlives the processes in it

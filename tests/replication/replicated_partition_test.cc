@@ -5,7 +5,8 @@
 //
 // A, the primary, is isolated from everything while the client pushes. It
 // can reach neither its backup nor etcd, so it can get no push
-// acknowledged; its lease lapses, it fences itself and exits (code 3). B is
+// acknowledged; once healed it learns its term is over, fences itself and
+// exits (code 3). B is
 // elected once A's lease expired in etcd (A gives silence, not refusals, so
 // B waits for the lease); the client resends its unacknowledged pushes to B
 // with the same ids. Nothing diverges: B holds exactly the acknowledged
@@ -39,16 +40,6 @@ namespace ps::testing {
 namespace {
 
 constexpr int kPort = 7000;  // each replica has its namespace's address
-constexpr absl::Duration kReply = absl::Seconds(60);
-
-std::string Ask(HostProcess& client, const std::string& command) {
-  if (!command.empty()) {
-    absl::Status sent = client.channel().Send(command);
-    if (!sent.ok()) return sent.ToString();
-  }
-  absl::StatusOr<std::string> reply = client.channel().Receive(kReply);
-  return reply.ok() ? *reply : reply.status().ToString();
-}
 
 // Waits until a line of the log at `path`, after its first `skip` bytes,
 // contains every one of `parts`.
@@ -182,6 +173,14 @@ tables:
     return WaitForLogLine(logs_[primary_log], parts, skip, absl::Seconds(30));
   }
   std::string Log(const std::string& name) { return ReadWholeFile(logs_[name]); }
+  // The replica logged as `name` fences itself and exits with code 3.
+  void ExpectFencedExit(ChildProcess* replica, const std::string& name) {
+    absl::StatusOr<int> exited = replica->CloseAndWait(absl::Seconds(30));
+    ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << Log(name);
+    EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
+        << "wait status " << *exited << "\n" << Log(name);
+    EXPECT_TRUE(absl::StrContains(Log(name), "fenced")) << Log(name);
+  }
 
   std::string skip_reason_;
   std::unique_ptr<TestNetwork> net_;
@@ -207,15 +206,12 @@ TEST_F(ReplicatedPartitionTest, IsolatedPrimaryStopsTakingPushesAndNothingDiverg
   EXPECT_EQ(Ask(*client_, "pull"), "value 800") << Log("b");
   // B waited for A's lease: A's address gave silence, not a refusal.
   EXPECT_FALSE(absl::StrContains(Log("b"), "ending its term")) << Log("b");
-  // A stopped taking pushes (fenced) and exits for its supervisor.
-  absl::StatusOr<int> a_exit = a_->CloseAndWait(absl::Seconds(30));
-  ASSERT_TRUE(a_exit.ok()) << a_exit.status() << "\n" << Log("a");
-  EXPECT_TRUE(WIFEXITED(*a_exit) && WEXITSTATUS(*a_exit) == 3)
-      << "wait status " << *a_exit << "\n" << Log("a");
-  EXPECT_TRUE(absl::StrContains(Log("a"), "fenced")) << Log("a");
 
-  // 2. Healed: a new A catches up from B, then holds every push when B dies.
+  // 2. Healed: A learns from etcd that its term is over, fences itself and
+  // exits for its supervisor; a new A catches up from B, then holds every
+  // push when B dies.
   ASSERT_TRUE(net_->HealAll().ok());
+  ExpectFencedExit(a_.get(), "a");
   const size_t logged = Log("b").size();
   std::unique_ptr<ChildProcess> a2 = StartReplica("a", "a2");
   ASSERT_NE(a2, nullptr);
@@ -252,10 +248,7 @@ TEST_F(ReplicatedPartitionTest, PrimaryCutFromItsBackupGoesOnAloneAndNothingDive
 
   // Healed: B learns its stream ended and that it is out of in_sync.
   ASSERT_TRUE(net_->HealAll().ok());
-  absl::StatusOr<int> b_exit = b_->CloseAndWait(absl::Seconds(30));
-  ASSERT_TRUE(b_exit.ok()) << b_exit.status() << "\n" << Log("b");
-  EXPECT_TRUE(WIFEXITED(*b_exit) && WEXITSTATUS(*b_exit) == 3)
-      << "wait status " << *b_exit << "\n" << Log("b");
+  ExpectFencedExit(b_.get(), "b");
   const size_t logged = Log("a").size();
   std::unique_ptr<ChildProcess> b2 = StartReplica("b", "b2");
   ASSERT_NE(b2, nullptr);
@@ -296,10 +289,8 @@ TEST_F(ReplicatedPartitionTest, PrimaryCutFromBackupAndEtcdAcknowledgesNothingAl
   EXPECT_TRUE(absl::StrContains(Log("b"), "is primary")) << Log("b");
   EXPECT_TRUE(absl::StrContains(Log("a"), "acknowledged nothing for"))
       << Log("a");
-  absl::StatusOr<int> a_exit = a_->CloseAndWait(absl::Seconds(30));
-  ASSERT_TRUE(a_exit.ok()) << a_exit.status() << "\n" << Log("a");
-  EXPECT_TRUE(WIFEXITED(*a_exit) && WEXITSTATUS(*a_exit) == 3)
-      << "wait status " << *a_exit << "\n" << Log("a");
+  ASSERT_TRUE(net_->HealAll().ok());
+  ExpectFencedExit(a_.get(), "a");
 }
 
 }  // namespace
