@@ -4,31 +4,16 @@
 #include <chrono>
 #include <climits>
 #include <deque>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel_credentials.h"
 #include "common/completion_tag.h"
-#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "proto/data_wire.h"
 
 namespace ps {
 namespace {
-
-// A PEM file's content; an empty file is INVALID_ARGUMENT (gRPC would only
-// fail later, with a less helpful handshake error).
-absl::StatusOr<std::string> ReadPemFile(const std::string& path,
-                                        const char* what) {
-  ASSIGN_OR_RETURN(std::string contents,
-                   ReadFileToString(path, absl::StrCat("TLS ", what, " file")));
-  if (contents.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TLS ", what, " file '", path, "' is empty"));
-  }
-  return contents;
-}
 
 // Stream endings after which reconnecting and resending makes sense: the
 // server went away, restarted or shut down, or the connection broke. Any
@@ -119,29 +104,8 @@ class ServerConnection::Stream {
 
 absl::StatusOr<std::unique_ptr<ServerConnection>> ServerConnection::Create(
     Options options) {
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.tls.enabled) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.tls.ca_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                       ReadPemFile(options.tls.ca_file, "CA"));
-    }
-    if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
-      return absl::InvalidArgumentError(
-          "TLS client certificate and key must be given together (cert_file '" +
-          options.tls.cert_file + "', key_file '" + options.tls.key_file +
-          "')");
-    }
-    if (!options.tls.cert_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_cert_chain,
-                       ReadPemFile(options.tls.cert_file, "certificate"));
-      ASSIGN_OR_RETURN(ssl.pem_private_key,
-                       ReadPemFile(options.tls.key_file, "key"));
-    }
-    credentials = grpc::SslCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   ChannelCredentials(options.tls));
 
   grpc::ChannelArguments args;
   // A chunk plus the request's other fields; never below the server's

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/channel_credentials.h"
 #include "common/status_macros.h"
 #include "proto/ops.h"
 #include "server/bearer_auth.h"
@@ -150,14 +151,9 @@ ReplicaNode::Role ReplicaNode::role() const {
 }
 
 absl::Status ReplicaNode::Start(const std::string& address) {
-  if (config_.tls.enabled) {
-    // Follow streams between replicas are plaintext (FollowOnce); a TLS
-    // server would refuse them, so the shard could never get a backup.
-    return absl::FailedPreconditionError(
-        "replication.factor > 1 with tls.enabled is not supported yet (the "
-        "replicas' Follow streams are plaintext); fix: set tls.enabled: false "
-        "on a trusted network, or replication.factor: 1");
-  }
+  // The backup's side of Follow connects as clients do (the config's tls
+  // section; checked here so a bad file fails the start, not each follow).
+  ASSIGN_OR_RETURN(follow_credentials_, ChannelCredentials(config_.tls));
   address_ = address;
   replica_id_ = NewReplicaId(address);
   EtcdClientOptions etcd;
@@ -849,9 +845,11 @@ absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
       std::numeric_limits<int>::max(),
       int64_t{kMaxBatchBytes} + config_.server.max_message_bytes +
           (int64_t{1} << 20))));
-  std::unique_ptr<Replication::Stub> stub =
-      Replication::NewStub(grpc::CreateCustomChannel(
-          primary_address, grpc::InsecureChannelCredentials(), args));
+  if (config_.tls.enabled && !config_.tls.server_name_override.empty()) {
+    args.SetSslTargetNameOverride(config_.tls.server_name_override);
+  }
+  std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
+      grpc::CreateCustomChannel(primary_address, follow_credentials_, args));
   grpc::ClientContext context;
   if (!config_.auth_token.empty()) {
     context.AddMetadata("authorization", ExpectedAuthorization(config_.auth_token));

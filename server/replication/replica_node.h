@@ -214,6 +214,8 @@ class ReplicaNode final : public Replication::Service {
   std::string replica_id_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<Elector> elector_;
+  // How the follow thread connects to the primary (the config's tls).
+  std::shared_ptr<grpc::ChannelCredentials> follow_credentials_;
 
   TermFence fence_;
 

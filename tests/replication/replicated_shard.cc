@@ -58,6 +58,13 @@ tables:
     consistency: async
     optimizer: {type: sgd, learning_rate: 1.0}
 )");
+  if (!options.tls_dir.empty()) {
+    const std::string& d = options.tls_dir;
+    std::ofstream(config_path_, std::ios::app) << absl::StrCat(
+        "tls:\n  enabled: true\n  cert_file: ", d, "/server.pem\n  key_file: ",
+        d, "/server.key\n  ca_file: ", d,
+        "/ca.pem\n  require_client_cert: true\n");
+  }
   absl::StatusOr<ClusterConfig> config = LoadClusterConfig(config_path_);
   if (!config.ok()) return config.status();
   config_ = *config;

@@ -34,6 +34,10 @@ class ReplicatedShard {
   struct Options {
     std::string auth_token;     // the cluster's bearer token ("" = none)
     uint64_t table_size = 256;  // floats of the dense table
+    // Mutual TLS for every connection to a replica (clients' and the
+    // backups' Follow streams) with the files tests/security/make_certs.sh
+    // wrote in this directory ("" = plaintext).
+    std::string tls_dir;
   };
 
   // Starts etcd and writes the config; no replica runs yet.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -548,6 +549,46 @@ TEST(ReplicatedShardTest, ReplicaRestartedOnItsAddressIsNotItsPredecessor) {
 // A backup receives the whole shard over Follow: with a bearer token
 // configured, backups present it and join, and a caller without it is
 // refused before anything is sent.
+// With mutual TLS (the config's tls section, require_client_cert) the
+// backups follow over TLS, presenting the config's certificate like any
+// client: a primary's SIGKILL loses nothing and a new replica catches up.
+TEST(ReplicatedShardTest, MutualTlsReplicasFollowAndFailOver) {
+  const std::string dir = absl::StrCat(TestTempDirOrTmp(), "/replica_certs");
+  ASSERT_EQ(std::system(absl::StrCat("bash ",
+                                     RunfilePath("tests/security/make_certs.sh"),
+                                     " ", dir)
+                            .c_str()),
+            0);
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.tls_dir = dir;
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "tls", options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
+  absl::Duration pause;
+  ASSERT_TRUE(CountingPushes(
+                  client.get(), 1000,
+                  [&] { ASSERT_TRUE(shard.replica(setup->a)->Signal(SIGKILL).ok()); },
+                  &pause)
+                  .ok())
+      << shard.Log(setup->b);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(setup->b));
+  absl::StatusOr<int> c = shard.AddReplica();
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(shard
+                  .WaitFor(shard.address(setup->b),
+                           {shard.address(setup->b), shard.address(*c)},
+                           absl::Seconds(20))
+                  .ok())
+      << shard.Log(*c);
+  ASSERT_TRUE(shard.replica(setup->b)->Signal(SIGKILL).ok());
+  absl::StatusOr<std::vector<float>> values = Pull(client.get());
+  ASSERT_TRUE(values.ok()) << values.status() << "\n" << shard.Log(*c);
+  ExpectAll(*values, start - 1000);
+}
+
 TEST(ReplicatedShardTest, FollowRequiresTheClusterToken) {
   ReplicatedShard shard;
   ReplicatedShard::Options options;
