@@ -23,6 +23,18 @@ namespace ps::testing {
 
 constexpr int kCountingTableSize = 1024;  // floats: 4 KiB
 
+// The `client:` section of the fault tests' cluster configs: keepalive
+// notices a silent server within 1.5 s; reconnects start fast and go on
+// long enough to outlast any fault a test makes.
+inline constexpr char kFaultTestClientYaml[] = R"(client:
+  rpc_timeout_ms: 30000
+  keepalive_ms: 1000
+  keepalive_timeout_ms: 500
+  reconnect_initial_backoff_ms: 20
+  reconnect_max_backoff_ms: 200
+  max_reconnect_attempts: 1000
+)";
+
 // The body for TestNetwork::Fork; returns the process's exit code.
 int CountingClient(const ClientOptions& options, LineChannel& channel);
 

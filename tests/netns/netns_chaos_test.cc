@@ -172,14 +172,7 @@ tables:
     kind: dense
     size: )", kCountingTableSize, R"(
     optimizer: {type: sgd, learning_rate: 1.0}
-client:
-  rpc_timeout_ms: 30000
-  keepalive_ms: 1000
-  keepalive_timeout_ms: 500
-  reconnect_initial_backoff_ms: 20
-  reconnect_max_backoff_ms: 200
-  max_reconnect_attempts: 1000
-)");
+)", kFaultTestClientYaml);
   spec.placements = {net->Place("a"), net->Place("b")};
   absl::StatusOr<std::unique_ptr<LocalCluster>> started =
       LocalCluster::Start(spec);

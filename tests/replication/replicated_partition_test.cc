@@ -99,14 +99,7 @@ replication:
   lease_ttl_s: 1
   ack_timeout_ms: )", ack_timeout_ms, R"(
   cluster_id: partition_data
-client:
-  rpc_timeout_ms: 30000
-  keepalive_ms: 1000
-  keepalive_timeout_ms: 500
-  reconnect_initial_backoff_ms: 20
-  reconnect_max_backoff_ms: 200
-  max_reconnect_attempts: 1000
-tables:
+)", kFaultTestClientYaml, R"(tables:
   - name: counts
     kind: dense
     size: )", kCountingTableSize, R"(
