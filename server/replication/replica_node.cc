@@ -244,8 +244,9 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       term.has_value() ? RoleState() : elector_->state();
   const uint64_t request_id = request->request_id;
   const bool push = IsPush(request->op);
-  // A barrier (empty) for a pull served without etcd: see below.
-  const std::string entry = push ? SerializeView(*request) : std::string();
+  // A barrier (empty) for a pull served without etcd: see below. Moved into
+  // the last link's queue (copied for the others).
+  std::string entry = push ? SerializeView(*request) : std::string();
   auto op = std::make_shared<Op>();
   op->response.set_request_id(request_id);
   std::string refused;    // why, when not served
@@ -273,6 +274,9 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       op->done = std::move(done);
       op->remaining = push ? 1 : 0;
       if (!push) op->pull = request;
+      size_t sending = std::count_if(
+          links_.begin(), links_.end(),
+          [](const std::shared_ptr<Link>& l) { return !l->broken; });
       for (const std::shared_ptr<Link>& link : links_) {
         // A broken link is waited for too, though nothing is sent to it:
         // its backup may still be in etcd's in_sync set, and so be elected
@@ -282,7 +286,11 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
           if (link->acked == link->last_enqueued) link->progress = absl::Now();
           Entry e;
           e.set_seq(seq);
-          e.set_data_request(entry);
+          if (--sending == 0) {
+            e.set_data_request(std::move(entry));
+          } else {
+            e.set_data_request(entry);
+          }
           link->queue.push_back(std::move(e));
         }
         link->last_enqueued = seq;
