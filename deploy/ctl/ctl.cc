@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "deploy/ctl/capacity.h"
 #include "deploy/ctl/health_probe.h"
+#include "deploy/ctl/replication_status.h"
 
 namespace ps::ctl {
 namespace {
@@ -58,8 +59,10 @@ const char* HealthName(const absl::StatusOr<Health>& health) {
   return *health == Health::kServing ? "SERVING" : "NOT_SERVING";
 }
 
-// Probes every server in parallel.
-std::vector<Probe> ProbeAll(const CtlOptions& options) {
+// Probes every shard's server in parallel: servers[i], or the elected
+// primary of a replicated shard (none elected: an error naming etcd).
+std::vector<Probe> ProbeAll(const CtlOptions& options,
+                            const std::vector<ShardReplication>& replication) {
   const std::vector<std::string>& servers = options.client.servers;
   std::vector<Probe> probes(servers.size(),
                             Probe{"", absl::UnknownError("not probed")});
@@ -67,6 +70,15 @@ std::vector<Probe> ProbeAll(const CtlOptions& options) {
   threads.reserve(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
     probes[i].address = servers[i];
+    if (i < replication.size()) {
+      probes[i].address = replication[i].primary;
+      if (replication[i].primary.empty()) {
+        probes[i].health = absl::UnavailableError(absl::StrCat(
+            "no primary elected in etcd ",
+            absl::StrJoin(options.etcd_endpoints, ",")));
+        continue;
+      }
+    }
     threads.emplace_back([&options, &probes, i] {
       probes[i].health = ProbeHealth(probes[i].address, options.client.tls,
                                      options.timeout);
@@ -230,17 +242,54 @@ void PrintWorkers(const std::vector<ShardStats>& stats, std::ostream& out) {
   workers.Print(out);
 }
 
+// Each replicated shard's primary, term and in_sync set.
+void PrintReplication(const std::vector<ShardReplication>& replication,
+                      std::ostream& out) {
+  TextTable table({"SHARD", "PRIMARY", "TERM", "IN_SYNC"});
+  for (const ShardReplication& r : replication) {
+    table.Add({absl::StrCat(r.shard), r.primary.empty() ? "-" : r.primary,
+               absl::StrCat(r.term),
+               absl::StrCat(r.in_sync.size(), " [",
+                            absl::StrJoin(r.in_sync, ","), "]")});
+  }
+  table.Print(out);
+}
+
+std::string ReplicationJson(const std::vector<ShardReplication>& replication) {
+  std::vector<std::string> shards;
+  for (const ShardReplication& r : replication) {
+    std::vector<std::string> ids;
+    for (const std::string& id : r.in_sync) ids.push_back(JsonString(id));
+    shards.push_back(absl::StrCat(
+        "{\"shard\":", r.shard, ",\"primary\":", JsonString(r.primary),
+        ",\"term\":", r.term, ",\"in_sync\":[", absl::StrJoin(ids, ","),
+        "]}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(shards, ","), "]");
+}
+
 int Status(const CtlOptions& options, const std::vector<Probe>& probes,
-           Client& client, std::ostream& out, std::ostream& err) {
+           const std::vector<ShardReplication>& replication, Client& client,
+           std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::vector<ShardStats>> stats = client.GetStats();
   if (!stats.ok()) return Fail(err, stats.status());
   const std::vector<TableInfo> tables = client.ListTables();
   if (options.json) {
-    out << StatusJson(tables, *stats, probes);
+    std::string json = StatusJson(tables, *stats, probes);
+    if (!replication.empty()) {
+      // Before the closing "}\n".
+      json.insert(json.size() - 2,
+                  absl::StrCat(",\"replication\":", ReplicationJson(replication)));
+    }
+    out << json;
     return kExitOk;
   }
   PrintShards(*stats, probes, out);
   out << "\n";
+  if (!replication.empty()) {
+    PrintReplication(replication, out);
+    out << "\n";
+  }
   PrintTablesPerShard(tables, *stats, out);
   const bool any_worker =
       std::any_of(stats->begin(), stats->end(),
@@ -473,7 +522,15 @@ int RunCommand(const CtlOptions& options, std::ostream& out,
     err << "ps_ctl: no servers (pass --config FILE or --servers a,b)\n";
     return kExitUsage;
   }
-  const std::vector<Probe> probes = ProbeAll(options);
+  std::vector<ShardReplication> replication;
+  if (!options.etcd_endpoints.empty()) {
+    absl::StatusOr<std::vector<ShardReplication>> read = ReadReplication(
+        options.etcd_endpoints, options.cluster_id,
+        static_cast<uint32_t>(options.client.servers.size()), options.timeout);
+    if (!read.ok()) return Fail(err, read.status());
+    replication = *std::move(read);
+  }
+  const std::vector<Probe> probes = ProbeAll(options, replication);
   if (!ReportProbes(options, probes, out, err)) return kExitError;
 
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectClient(
@@ -481,7 +538,7 @@ int RunCommand(const CtlOptions& options, std::ostream& out,
                                                : options.timeout);
   if (!client.ok()) return Fail(err, client.status());
   if (options.command == "status") {
-    return Status(options, probes, **client, out, err);
+    return Status(options, probes, replication, **client, out, err);
   }
   if (options.command == "stats") return Stats(options, **client, out, err);
   return Checkpoint(options, **client, out, err);

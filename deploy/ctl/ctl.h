@@ -2,7 +2,9 @@
 //
 //   status      every shard: address, gRPC health, tables (kind,
 //               consistency, size, per-shard version / step / elements /
-//               rows), workers (clock, live) as each shard sees them
+//               rows), workers (clock, live) as each shard sees them; for a
+//               replicated cluster each shard's primary, term and in_sync
+//               set (from etcd)
 //   stats       per-table throughput counters (pushes, pulls, bytes in / out,
 //               applied updates), per shard and summed
 //   checkpoint  the Checkpoint RPC on every shard, waiting until durable
@@ -23,6 +25,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "client/client.h"
@@ -43,6 +46,13 @@ struct CtlOptions {
   absl::Duration timeout = absl::Seconds(3);
   // How long `checkpoint` waits for the shards. Default 10 min.
   absl::Duration checkpoint_timeout = absl::Minutes(10);
+  // Replicated clusters (replication.factor > 1; set from the config): the
+  // etcd holding each shard's primary and in_sync set, and the cluster's id
+  // there. Then every command probes each shard's elected primary instead
+  // of servers[i], and `status` also shows the primaries, their terms and
+  // the in_sync sets.
+  std::vector<std::string> etcd_endpoints;
+  std::string cluster_id;
 };
 
 // Runs one command; writes its report to `out` and errors (each naming the

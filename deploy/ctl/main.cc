@@ -47,6 +47,7 @@
 #include "deploy/ctl/inject_token.h"
 #include "deploy/ctl/plan.h"
 #include "deploy/ctl/render_k8s.h"
+#include "server/replication/keys.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config YAML file");
 ABSL_FLAG(std::string, servers, "",
@@ -247,6 +248,10 @@ int main(int argc, char** argv) {
         ps::LoadClusterConfig(config_path);
     if (!config.ok()) return Usage(std::string(config.status().message()));
     options.client = ps::ClientOptions::FromConfig(*config, -1);
+    if (config->replication.factor > 1) {
+      options.etcd_endpoints = config->replication.etcd_endpoints;
+      options.cluster_id = ps::replication::ClusterIdOf(*config);
+    }
   } else {
     options.client.servers =
         absl::StrSplit(servers, ',', absl::SkipWhitespace());

@@ -12,15 +12,18 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <atomic>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +33,7 @@
 #include "client/client.h"
 #include "common/config.h"
 #include "common/status_macros.h"
+#include "deploy/ctl/ctl.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
@@ -587,6 +591,55 @@ TEST(ReplicatedShardTest, MutualTlsReplicasFollowAndFailOver) {
   absl::StatusOr<std::vector<float>> values = Pull(client.get());
   ASSERT_TRUE(values.ok()) << values.status() << "\n" << shard.Log(*c);
   ExpectAll(*values, start - 1000);
+}
+
+// `ps_ctl status` on a replicated config: the shards are probed at their
+// elected primary (servers[0] of this config, 127.0.0.1:1, serves nothing),
+// and the report carries each shard's primary, term and in_sync set, before
+// and after a failover.
+TEST(ReplicatedShardTest, PsCtlStatusShowsPrimaryTermAndInSync) {
+  ReplicatedShard shard;
+  absl::StatusOr<PrimaryAndBackup> setup = StartPrimaryAndBackup(&shard, "ctl");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  ctl::CtlOptions options;
+  options.command = "status";
+  options.json = true;
+  options.client = ClientOptions::FromConfig(shard.config(), -1);
+  options.etcd_endpoints = shard.config().replication.etcd_endpoints;
+  options.cluster_id = "ctl";
+  auto status = [&options] {
+    std::ostringstream out, err;
+    const int code = ctl::RunCommand(options, out, err);
+    return std::make_pair(code, out.str() + err.str());
+  };
+  const std::string a = shard.address(setup->a);
+  const std::string b = shard.address(setup->b);
+  auto [code, report] = status();
+  ASSERT_EQ(code, ctl::kExitOk) << report;
+  EXPECT_TRUE(absl::StrContains(
+      report, absl::StrCat("\"replication\":[{\"shard\":0,\"primary\":\"", a,
+                           "\",\"term\":")))
+      << report;
+  EXPECT_TRUE(absl::StrContains(report, absl::StrCat("\"", a, "/")) &&
+              absl::StrContains(report, absl::StrCat("\"", b, "/")))
+      << "both replicas in sync: " << report;
+
+  ASSERT_TRUE(shard.replica(setup->a)->Signal(SIGKILL).ok());
+  ASSERT_TRUE(shard.WaitFor(b, {b}, absl::Seconds(10)).ok());
+  std::tie(code, report) = status();
+  ASSERT_EQ(code, ctl::kExitOk) << report;
+  EXPECT_TRUE(absl::StrContains(
+      report, absl::StrCat("\"primary\":\"", b, "\",\"term\":")))
+      << report;
+  EXPECT_FALSE(absl::StrContains(report, absl::StrCat("\"", a, "/")))
+      << "the dead replica left in_sync: " << report;
+
+  options.json = false;  // the text report has the table too
+  std::tie(code, report) = status();
+  ASSERT_EQ(code, ctl::kExitOk) << report;
+  EXPECT_TRUE(absl::StrContains(report, "PRIMARY")) << report;
+  EXPECT_TRUE(absl::StrContains(report, absl::StrCat("1 [", b, "/")))
+      << report;
 }
 
 TEST(ReplicatedShardTest, FollowRequiresTheClusterToken) {
