@@ -1,0 +1,255 @@
+#include "server/replication/replica_node.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "proto/data_request_view.h"
+#include "server/bearer_auth.h"
+#include "server/checkpoint_format.h"
+#include "server/replication/connection_probe.h"
+#include "server/replication/in_sync.h"
+#include "server/replication/replica_node_internal.h"
+#include "spdlog/spdlog.h"
+
+// ReplicaNode as backup: following the primary (snapshot, then entries in
+// order, acknowledged), and what it does when its stream ends (follow the
+// leader again, fence itself, or end a dead primary's term).
+namespace ps::replication {
+
+void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
+                                 FollowProgress* follow) {
+  // A stream that ended before its snapshot was restored is retried after
+  // this long (the leader may still be activating; see below).
+  constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
+  const bool other_leader =
+      state.leader.has_value() && state.leader->value != address_;
+  if (role == Role::kStarting) {
+    if (follow->ended && absl::Now() >= follow->ended_at + kFollowRetry) {
+      // Nothing restored yet (e.g. the leader refused the stream while it
+      // was still activating: "is starting, not primary", or died in the
+      // middle of the snapshot): this replica is still unused, so it may
+      // follow the (possibly new) leader again.
+      follow_thread_.join();
+      ResetFollow();
+    } else if (other_leader && !follow_thread_.joinable()) {
+      follow->term = state.leader->create_revision;
+      follow_thread_ = std::thread(
+          [this, primary = state.leader->value] { FollowLoop(primary); });
+    }
+    return;
+  }
+  if (!follow->ended) return;
+  if (other_leader && state.leader->create_revision != follow->term) {
+    Fence(absl::StrCat("the primary changed to ", state.leader->value,
+                       " (term ", state.leader->create_revision,
+                       ") after the stream from the one this replica "
+                       "followed ended"));
+  } else if (DroppedFromInSync()) {
+    // The primary removes a backup from in_sync before it stops waiting for
+    // it (e.g. after ack_timeout_ms): this replica may lack pushes from now
+    // on. Only that positive answer from etcd counts: a primary that died,
+    // or the primary's key surviving an etcd restart, proves nothing, and
+    // this backup may hold the shard's only in_sync copy (it is elected
+    // once the old primary's lease expires).
+    Fence("the primary dropped this backup from in_sync (e.g. after "
+          "replication.ack_timeout_ms without an ack)");
+  } else if (other_leader) {
+    DeposeIfPrimaryGone(*state.leader, follow);
+  }
+}
+
+void ReplicaNode::DeposeIfPrimaryGone(const Candidate& leader,
+                                      FollowProgress* follow) {
+  constexpr absl::Duration kProbeEvery = absl::Milliseconds(100);
+  constexpr absl::Duration kProbeTimeout = absl::Milliseconds(50);
+  const absl::Time now = absl::Now();
+  if (follow->deposed || now < follow->probed_at + kProbeEvery) return;
+  follow->probed_at = now;
+  // Refused, not silent: nothing listens at the primary's address, so its
+  // process is gone (a paused or partitioned primary is left to its lease).
+  // Safety never depends on this (a wrong guess costs one failover: the
+  // deposed primary cannot get a push acknowledged without this backup,
+  // which now refuses its term); an acknowledged push is here, since this
+  // backup is still in the in_sync set (checked just before).
+  if (!ConnectionRefused(leader.value, kProbeTimeout)) return;
+  const absl::Status deposed = DeposeLeader(*etcd_, leader);
+  // Retried on the next probe only when etcd did not answer.
+  follow->deposed = !absl::IsUnavailable(deposed) &&
+                    !absl::IsDeadlineExceeded(deposed);
+  spdlog::warn("shard {}: replica {}: primary {} (term {}) refuses "
+               "connections: its process is gone; ending its term: {}",
+               shard_->shard_index(), address_, leader.value,
+               leader.create_revision, deposed.ToString());
+}
+
+bool ReplicaNode::DroppedFromInSync() {
+  absl::StatusOr<std::optional<std::vector<std::string>>> ids =
+      ReadInSync(*etcd_, cluster_id_, shard_->shard_index());
+  return ids.ok() && ids->has_value() &&
+         std::find((*ids)->begin(), (*ids)->end(), replica_id_) ==
+             (*ids)->end();
+}
+
+void ReplicaNode::ResetFollow() {
+  absl::MutexLock lock(&mu_);
+  follow_ended_ = false;
+}
+
+void ReplicaNode::FollowLoop(std::string primary_address) {
+  absl::Status status = FollowOnce(primary_address);
+  spdlog::warn("shard {}: replica {}: stream from primary {} ended: {}",
+               shard_->shard_index(), address_, primary_address,
+               status.ToString());
+  absl::MutexLock lock(&mu_);
+  follow_ended_ = true;
+  follow_ended_at_ = absl::Now();
+  wake_ = true;
+}
+
+absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
+  // One FollowMessage is at most a batch plus one data request (see
+  // kMaxBatchBytes); gRPC's default limit (4 MiB) would break the stream of
+  // any shard with large pushes.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(
+      std::numeric_limits<int>::max(),
+      int64_t{kMaxBatchBytes} + config_.server.max_message_bytes +
+          (int64_t{1} << 20))));
+  if (config_.tls.enabled && !config_.tls.server_name_override.empty()) {
+    args.SetSslTargetNameOverride(config_.tls.server_name_override);
+  }
+  std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
+      grpc::CreateCustomChannel(primary_address, follow_credentials_, args));
+  grpc::ClientContext context;
+  if (!config_.auth_token.empty()) {
+    context.AddMetadata("authorization", ExpectedAuthorization(config_.auth_token));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || role_ == Role::kFenced) return absl::CancelledError("");
+    follow_context_ = &context;
+  }
+  absl::Status status = ApplyStream(&context, stub.get());
+  absl::MutexLock lock(&mu_);
+  follow_context_ = nullptr;
+  return status;
+}
+
+absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
+                                      Replication::Stub* stub) {
+  auto stream = stub->Follow(context);
+  FollowRequest hello;
+  hello.set_replica_id(replica_id_);
+  if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
+  FollowMessage message;
+  bool restored = false;
+  std::string snapshot;  // its pieces so far
+  while (stream->Read(&message)) {
+    if (absl::Status s = fence_.AdmitFromPrimary(message.term()); !s.ok()) {
+      FollowRequest refuse;
+      refuse.set_status_code(static_cast<int>(s.code()));
+      refuse.set_status_message(std::string(s.message()));
+      stream->Write(refuse);
+      context->TryCancel();
+      return s;
+    }
+    if (!restored) {
+      snapshot.append(message.snapshot());
+      if (!message.snapshot_last()) continue;
+      RETURN_IF_ERROR(
+          RestoreSnapshot(snapshot, message.snapshot_seq(), message.term()));
+      restored = true;
+      std::string().swap(snapshot);
+    }
+    absl::StatusOr<uint64_t> applied = ApplyEntries(message);
+    if (!applied.ok()) {
+      context->TryCancel();
+      return applied.status();
+    }
+    FollowRequest ack;
+    ack.set_applied_seq(*applied);
+    if (!stream->Write(ack)) {
+      // The stream is gone (the primary cancelled it, e.g. after its ack
+      // timeout). Finish() with messages left unread would block forever.
+      context->TryCancel();
+      break;
+    }
+  }
+  const grpc::Status end = stream->Finish();
+  return absl::Status(static_cast<absl::StatusCode>(end.error_code()),
+                      end.error_message());
+}
+
+absl::Status ReplicaNode::RestoreSnapshot(const std::string& snapshot,
+                                          uint64_t seq, int64_t term) {
+  absl::StatusOr<ShardState> state = DecodeCheckpoint(snapshot);
+  if (!state.ok()) return state.status();
+  RETURN_IF_ERROR(shard_->Restore(*state));
+  {
+    absl::MutexLock lock(&mu_);
+    applied_seq_ = seq;
+    if (role_ != Role::kStarting) return absl::OkStatus();  // fenced meanwhile
+    role_ = Role::kBackup;
+  }
+  spdlog::info("shard {}: replica {} restored the primary's snapshot at seq "
+               "{} (term {}); following",
+               shard_->shard_index(), address_, seq, term);
+  NotifyRole();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
+    const FollowMessage& message) {
+  uint64_t applied;
+  {
+    absl::MutexLock lock(&mu_);
+    applied = applied_seq_;
+  }
+  for (const Entry& entry : message.entries()) {
+    if (entry.seq() != applied + 1) {
+      return absl::DataLossError(absl::StrCat("entry ", entry.seq(), " after ",
+                                              applied, " (a gap)"));
+    }
+    if (entry.data_request().empty()) {
+      applied = entry.seq();  // a barrier (a pull without etcd): ack only
+      continue;
+    }
+    // A view into the message's bytes, not a parsed copy: `message` outlives
+    // every apply (this function waits for them below).
+    auto request = std::make_shared<DataRequestView>();
+    if (!DecodeDataRequest(entry.data_request(), request.get()).ok()) {
+      return absl::DataLossError(
+          absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
+    }
+    // Membership is not replicated (only async tables are): entries update
+    // the parameters and the dedup window but not the worker registry, so a
+    // new primary meets the workers as a restarted shard does (they are
+    // adopted and caught up at their clocks) instead of with a registry
+    // half-learnt from pushes.
+    request->worker_id = -1;
+    {
+      absl::MutexLock lock(&mu_);
+      ++applying_;
+    }
+    // Same code path as on the primary (dedup window included).
+    shard_->SubmitData(std::shared_ptr<const DataRequestView>(std::move(request)),
+                       [this](proto::DataResponse) {
+                         absl::MutexLock lock(&mu_);
+                         --applying_;
+                       });
+    applied = entry.seq();
+  }
+  absl::MutexLock lock(&mu_);
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return applying_ == 0;
+  };
+  mu_.Await(absl::Condition(&drained));
+  applied_seq_ = applied;
+  return applied;
+}
+
+}  // namespace ps::replication

@@ -1,0 +1,66 @@
+// Pieces shared by the three files that implement ReplicaNode
+// (replica_node.cc, replica_node_primary.cc, replica_node_backup.cc); not
+// an API: the definitions of its private Op and Link, the batch limit both
+// ends of a Follow stream agree on, and the error answer to a request.
+#ifndef PS_SERVER_REPLICATION_REPLICA_NODE_INTERNAL_H_
+#define PS_SERVER_REPLICATION_REPLICA_NODE_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/replication/replica_node.h"
+
+namespace ps::replication {
+
+struct ReplicaNode::Op {
+  Shard::DataDone done;
+  proto::DataResponse response;
+  int remaining = 0;  // the local apply (pushes) + one ack per backup link
+  // A pull served without etcd: run on the shard once the backups
+  // acknowledged its barrier entry (then `done` gets the pull's answer).
+  std::shared_ptr<const DataRequestView> pull;
+};
+
+struct ReplicaNode::Link {
+  std::string id;
+  uint64_t snapshot_seq = 0;
+  uint64_t acked = 0;         // every entry <= acked is applied there
+  uint64_t last_enqueued = 0;  // the last entry that waits for this link
+  bool caught_up = false;     // acked the snapshot: goes into in_sync
+  bool snapshot_sent = false;  // the ack timeout applies from then on
+  // The Follow call's context while its handler runs (null after): dropping
+  // a silent backup cancels the call, whatever its writer is blocked on.
+  grpc::ServerContext* context = nullptr;
+  bool broken = false;        // no more acks will come
+  std::deque<Entry> queue;    // sequenced, not yet written
+  // While entries wait for this link's ack (acked < last_enqueued): when it
+  // last made progress (an ack, or the first entry it owed). A link whose
+  // snapshot is still being written owes nothing yet.
+  absl::Time progress = absl::InfiniteFuture();
+};
+
+// Entries one FollowMessage carries at most (bytes): larger queues are sent
+// in several messages. One message is at most this plus one entry (a data
+// request of up to server.max_message_bytes): the backup's channel accepts
+// that much (FollowOnce).
+inline constexpr size_t kMaxBatchBytes = 4 << 20;
+
+// The answer to data request `request_id` that it failed with `code`.
+inline proto::DataResponse ErrorResponse(uint64_t request_id,
+                                         absl::StatusCode code,
+                                         std::string message) {
+  proto::DataResponse response;
+  response.set_request_id(request_id);
+  response.set_status_code(static_cast<int32_t>(code));
+  response.set_status_message(std::move(message));
+  return response;
+}
+
+}  // namespace ps::replication
+
+#endif  // PS_SERVER_REPLICATION_REPLICA_NODE_INTERNAL_H_

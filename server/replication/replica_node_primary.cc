@@ -1,0 +1,512 @@
+#include "server/replication/replica_node.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "proto/ops.h"
+#include "server/bearer_auth.h"
+#include "server/checkpoint_format.h"
+#include "server/replication/keys.h"
+#include "server/replication/replica_node_internal.h"
+#include "spdlog/spdlog.h"
+
+// ReplicaNode as primary: sequencing pushes (and pulls without etcd) and
+// waiting for the backups' acks, the in_sync set, dropping silent backups,
+// serving without etcd, and the Follow service a backup calls.
+namespace ps::replication {
+namespace {
+
+// A follower receives the whole shard: the cluster's bearer token is
+// required as on every other RPC (server/bearer_auth.h).
+grpc::Status CheckFollower(const grpc::ServerContext& context,
+                           const std::string& auth_token) {
+  const absl::Status auth =
+      CheckBearer(context, ExpectedAuthorization(auth_token));
+  return auth.ok() ? grpc::Status::OK
+                   : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                  std::string(auth.message()));
+}
+
+// Submit's marker for "answer with NotPrimaryMessage()".
+constexpr char kNotPrimary[] = "not primary";
+// The snapshot's pieces (FollowMessage.snapshot).
+constexpr size_t kSnapshotChunkBytes = 1 << 20;
+
+// The request as the primary applied it, for the backups: a DataRequest's
+// wire bytes, the scalar fields and keys serialized by protobuf and the
+// values field appended by hand from the received slices, so the values are
+// copied once (a proto with them, then its serialization, copied twice: a
+// 16 MiB push's forward path spent two 16 MiB copies here).
+std::string SerializeView(const DataRequestView& view) {
+  proto::DataRequest request;
+  request.set_request_id(view.request_id);
+  request.set_op(view.op);
+  request.set_table_id(view.table_id);
+  request.set_worker_id(view.worker_id);
+  request.set_clock(view.clock);
+  request.set_offset(view.offset);
+  request.set_length(view.length);
+  request.set_client_id(view.client_id);
+  request.set_first_chunk(view.first_chunk);
+  request.set_value_type(static_cast<proto::ValueType>(view.value_type));
+  request.set_keys(std::string(view.keys));
+  std::string out = request.SerializeAsString();
+  const uint64_t n = view.values.size();
+  if (n == 0) return out;  // proto3 writes no empty bytes field
+  using google::protobuf::internal::WireFormatLite;
+  uint8_t header[16];
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
+      WireFormatLite::MakeTag(proto::DataRequest::kValuesFieldNumber,
+                              WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+      header);
+  end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(n, end);
+  const size_t at = out.size();
+  out.resize(at + (end - header) + n);
+  std::memcpy(out.data() + at, header, end - header);
+  view.values.CopyTo(0, n, out.data() + at + (end - header));
+  return out;
+}
+
+// A CheckpointSink into a string.
+class StringSink final : public CheckpointSink {
+ public:
+  explicit StringSink(std::string* out) : out_(out) {}
+  void Write(const char* data, size_t n) override { out_->append(data, n); }
+
+ private:
+  std::string* const out_;
+};
+
+// Sends `snapshot` in pieces of kSnapshotChunkBytes, each a copy of
+// `header` (term, snapshot_seq) with its piece; false when a write failed.
+bool WriteSnapshot(
+    const FollowMessage& header, const std::string& snapshot,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  for (size_t at = 0; at == 0 || at < snapshot.size();
+       at += kSnapshotChunkBytes) {
+    FollowMessage piece = header;
+    piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
+    piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
+    if (!stream->Write(piece)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
+                         Shard::DataDone done) {
+  const std::optional<int64_t> term = elector_->PrimaryTerm();
+  // Only read when the lease is not confirmed (rare): whether we still hold
+  // our term while etcd is unreachable.
+  const RoleState unconfirmed =
+      term.has_value() ? RoleState() : elector_->state();
+  const uint64_t request_id = request->request_id;
+  const bool push = IsPush(request->op);
+  // A barrier (empty) for a pull served without etcd: see below. Moved into
+  // the last link's queue (copied for the others).
+  std::string entry = push ? SerializeView(*request) : std::string();
+  auto op = std::make_shared<Op>();
+  op->response.set_request_id(request_id);
+  std::string refused;    // why, when not served
+  uint64_t sequenced = 0;  // the entry's seq, when it got one
+  {
+    absl::MutexLock lock(&mu_);
+    const bool leased = role_ == Role::kPrimary && term == term_;
+    const bool without_etcd =
+        !leased && role_ == Role::kPrimary &&
+        unconfirmed.role == RoleState::Role::kUnknown &&
+        unconfirmed.term == term_;
+    if (!leased && !without_etcd) {
+      refused = kNotPrimary;
+    } else if (!push && leased) {
+      // Served from this replica's state while its lease is valid: no
+      // other replica can have been elected.
+    } else if (without_etcd && AnyLinkBrokenLocked()) {
+      refused = WithoutEtcdMessageLocked();
+    } else {
+      // A push; or a pull without etcd, sequenced as a barrier: it is
+      // served once every backup acknowledged it, i.e. still followed this
+      // term after the pull arrived (no other primary can have served a
+      // write before it).
+      const uint64_t seq = ++last_seq_;
+      op->done = std::move(done);
+      op->remaining = push ? 1 : 0;
+      if (!push) op->pull = request;
+      size_t sending = std::count_if(
+          links_.begin(), links_.end(),
+          [](const std::shared_ptr<Link>& l) { return !l->broken; });
+      for (const std::shared_ptr<Link>& link : links_) {
+        // A broken link is waited for too, though nothing is sent to it:
+        // its backup may still be in etcd's in_sync set, and so be elected
+        // next, until PublishInSync removed it (which releases its waits).
+        // Acknowledging without it before that could lose the push.
+        if (!link->broken) {
+          if (link->acked == link->last_enqueued) link->progress = absl::Now();
+          Entry e;
+          e.set_seq(seq);
+          if (--sending == 0) {
+            e.set_data_request(std::move(entry));
+          } else {
+            e.set_data_request(entry);
+          }
+          link->queue.push_back(std::move(e));
+        }
+        link->last_enqueued = seq;
+        ++op->remaining;
+      }
+      if (op->remaining > 0) waiting_.emplace(seq, op);
+      if (push) ++local_in_flight_;
+      sequenced = seq;
+    }
+  }
+  if (refused == kNotPrimary) {
+    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable,
+                       NotPrimaryMessage()));
+  } else if (!refused.empty()) {
+    done(ErrorResponse(request_id, absl::StatusCode::kUnavailable, refused));
+  } else if (sequenced == 0) {
+    shard_->SubmitData(std::move(request), std::move(done));  // leased pull
+  } else if (push) {
+    shard_->SubmitData(std::move(request),
+                       [this, sequenced](proto::DataResponse r) {
+                         OnLocalApplied(sequenced, std::move(r));
+                       });
+  } else if (op->remaining == 0) {
+    Finish({op});  // a barrier with no backup to wait for
+  }
+}
+
+void ReplicaNode::OnLocalApplied(uint64_t seq, proto::DataResponse response) {
+  std::vector<std::shared_ptr<Op>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    --local_in_flight_;
+    auto it = waiting_.find(seq);
+    if (it == waiting_.end()) return;  // failed meanwhile (fenced, stop)
+    const uint64_t id = it->second->response.request_id();
+    it->second->response = std::move(response);
+    it->second->response.set_request_id(id);
+    ArriveLocked(seq, &finished);
+  }
+  Finish(std::move(finished));
+}
+
+void ReplicaNode::Finish(std::vector<std::shared_ptr<Op>> ops) {
+  for (std::shared_ptr<Op>& op : ops) {
+    if (op->pull != nullptr) {
+      shard_->SubmitData(std::move(op->pull), std::move(op->done));
+    } else {
+      op->done(std::move(op->response));
+    }
+  }
+}
+
+void ReplicaNode::ArriveLocked(uint64_t seq,
+                               std::vector<std::shared_ptr<Op>>* done) {
+  auto it = waiting_.find(seq);
+  if (it == waiting_.end()) return;
+  if (--it->second->remaining == 0) {
+    done->push_back(std::move(it->second));
+    waiting_.erase(it);
+  }
+}
+
+void ReplicaNode::StepAsPrimary(const RoleState& state,
+                                std::optional<int64_t> term, bool dirty) {
+  int64_t mine;
+  bool was_without_etcd;
+  {
+    absl::MutexLock lock(&mu_);
+    mine = term_;
+    was_without_etcd = without_etcd_;
+    if (term == mine) without_etcd_ = false;
+  }
+  if (term == mine) {
+    if (was_without_etcd) {
+      spdlog::info("shard {}: etcd answers again: replica {} is still "
+                   "primary of term {}",
+                   shard_->shard_index(), address_, mine);
+    }
+    if (DropSilentBackups() || dirty || was_without_etcd) PublishInSync();
+    return;
+  }
+  if (!term.has_value() && state.role == RoleState::Role::kUnknown &&
+      state.term == mine) {
+    // Our lease could not be renewed (etcd unreachable), but no other
+    // replica can have been elected without this replica's backups, and
+    // each push still needs every backup's ack (a backup that followed a
+    // new primary refuses our term): serve on while they all acknowledge.
+    if (!was_without_etcd) {
+      {
+        absl::MutexLock lock(&mu_);
+        without_etcd_ = true;
+      }
+      spdlog::warn("shard {}: replica {} keeps serving term {} without "
+                   "etcd ({}): while every backup acknowledges; no replica "
+                   "set change until etcd answers",
+                   shard_->shard_index(), address_, mine, state.reason);
+    }
+    DropSilentBackups();
+    FailWaitingIfLinkBroken();
+    return;
+  }
+  // PrimaryTerm() checks the lease at call time; the elector's own reason
+  // may not be written yet when the lease just lapsed.
+  Fence(absl::StrCat("no longer primary of term ", mine, ": ",
+                     state.reason.empty()
+                         ? "its lease was not renewed within its validity "
+                           "(etcd unreachable?)"
+                         : state.reason));
+}
+
+bool ReplicaNode::AnyLinkBrokenLocked() const {
+  return std::any_of(links_.begin(), links_.end(),
+                     [](const std::shared_ptr<Link>& l) { return l->broken; });
+}
+
+std::string ReplicaNode::WithoutEtcdMessageLocked() const {
+  return absl::StrCat(
+      "shard ", shard_->shard_index(), ": primary ", address_, " (term ",
+      term_, ") cannot reach etcd and a backup stopped acknowledging: the "
+      "replica set cannot change until etcd answers");
+}
+
+void ReplicaNode::FailWaitingIfLinkBroken() {
+  std::vector<std::shared_ptr<Op>> failed;
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!AnyLinkBrokenLocked()) return;
+    why = WithoutEtcdMessageLocked();
+    for (auto& [seq, op] : waiting_) failed.push_back(op);
+    waiting_.clear();
+  }
+  // Never acknowledged: their clients resend them (same ids) to whoever is
+  // primary once etcd answers.
+  for (auto& op : failed) {
+    op->done(ErrorResponse(op->response.request_id(),
+                           absl::StatusCode::kUnavailable, why));
+  }
+}
+
+bool ReplicaNode::PublishInSync() {
+  std::vector<std::string> ids = {replica_id_};
+  std::vector<std::shared_ptr<Link>> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    in_sync_dirty_ = false;
+    for (const std::shared_ptr<Link>& link : links_) {
+      if (link->broken) {
+        dropped.push_back(link);
+      } else if (link->caught_up) {
+        ids.push_back(link->id);
+      }
+    }
+  }
+  const std::string value = absl::StrJoin(ids, ",");
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(InSyncKey(cluster_id_, shard_->shard_index()));
+  put->set_value(value);
+  absl::StatusOr<etcdserverpb::TxnResponse> result =
+      elector_->GuardedTxn(std::move(txn));
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kFailedPrecondition) {
+      Fence(absl::StrCat("cannot update in_sync: ", result.status().message()));
+    } else {
+      Wake();  // etcd unreachable: pushes keep waiting, retried
+      absl::MutexLock lock(&mu_);
+      in_sync_dirty_ = true;
+    }
+    return false;
+  }
+  // Only now may the dropped backups stop being waited for: etcd says they
+  // cannot become primary.
+  std::vector<std::shared_ptr<Op>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::shared_ptr<Link>& link : dropped) {
+      for (auto it = waiting_.upper_bound(link->acked);
+           it != waiting_.end() && it->first <= link->last_enqueued;) {
+        const uint64_t seq = it->first;
+        ++it;
+        ArriveLocked(seq, &finished);
+      }
+      links_.erase(std::remove(links_.begin(), links_.end(), link),
+                   links_.end());
+    }
+  }
+  Finish(std::move(finished));
+  spdlog::info("shard {}: in_sync = [{}]{}", shard_->shard_index(), value,
+               dropped.empty() ? ""
+                               : absl::StrCat(" (dropped ", dropped.size(),
+                                              " broken backup link(s))"));
+  return true;
+}
+
+void ReplicaNode::ReadAcks(
+    const std::shared_ptr<Link>& link,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  FollowRequest ack;
+  while (stream->Read(&ack)) {
+    if (ack.status_code() != 0) {
+      if (ack.status_code() == static_cast<int>(absl::StatusCode::kAborted)) {
+        Fence(absl::StrCat("backup ", link->id, " refused the term: ",
+                           ack.status_message()));
+      }
+      break;
+    }
+    std::vector<std::shared_ptr<Op>> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      if (link->broken) break;
+      for (auto it = waiting_.upper_bound(link->acked);
+           it != waiting_.end() && it->first <= ack.applied_seq();) {
+        const uint64_t seq = it->first;
+        ++it;
+        ArriveLocked(seq, &finished);
+      }
+      link->acked = std::max(link->acked, ack.applied_seq());
+      link->progress = absl::Now();
+      if (!link->caught_up) {
+        link->caught_up = true;
+        in_sync_dirty_ = true;
+        wake_ = true;
+      }
+    }
+    Finish(std::move(finished));
+  }
+}
+
+absl::StatusOr<ShardState> ReplicaNode::AttachLink(
+    const std::shared_ptr<Link>& link, FollowMessage* first) {
+  absl::MutexLock lock(&mu_);
+  if (role_ != Role::kPrimary || stopping_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replica ", address_, " is ", RoleName(role_), ", not primary"));
+  }
+  // The snapshot holds exactly the entries <= last_seq_: new pushes wait for
+  // the sequencer (mu_), earlier ones have finished applying locally.
+  auto applied = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return local_in_flight_ == 0;
+  };
+  mu_.Await(absl::Condition(&applied));
+  link->snapshot_seq = link->acked = link->last_enqueued = last_seq_;
+  first->set_term(term_);
+  first->set_snapshot_seq(last_seq_);
+  absl::StatusOr<ShardState> state = shard_->Snapshot(absl::ZeroDuration());
+  if (!state.ok()) {
+    return absl::InternalError(
+        absl::StrCat("snapshot: ", state.status().message()));
+  }
+  links_.push_back(link);
+  return state;
+}
+
+grpc::Status ReplicaNode::Follow(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
+  if (grpc::Status auth = CheckFollower(*context, config_.auth_token);
+      !auth.ok()) {
+    return auth;
+  }
+  FollowRequest hello;
+  if (!stream->Read(&hello)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+  }
+  auto link = std::make_shared<Link>();
+  link->id = hello.replica_id();
+  link->context = context;
+  FollowMessage first;
+  absl::StatusOr<ShardState> state = AttachLink(link, &first);
+  if (!state.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(state.status().code()),
+                        std::string(state.status().message()));
+  }
+  std::string snapshot;
+  StringSink sink(&snapshot);
+  EncodeCheckpoint(*state, first.snapshot_seq(),
+                   absl::ToUnixMillis(absl::Now()), &sink);
+  spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes)",
+               shard_->shard_index(), link->id, first.snapshot_seq(),
+               snapshot.size());
+  auto mark_broken = [this, link] {
+    absl::MutexLock lock(&mu_);
+    if (!link->broken) {
+      link->broken = true;
+      in_sync_dirty_ = true;
+      wake_ = true;
+    }
+  };
+  bool ok = WriteSnapshot(first, snapshot, stream);
+  {
+    // The snapshot is out: from now on the ack timeout applies.
+    absl::MutexLock lock(&mu_);
+    link->snapshot_sent = true;
+    link->progress = absl::Now();
+  }
+  // Acks, read on a thread of this call's own (joined below).
+  std::thread reader([&] {
+    ReadAcks(link, stream);
+    mark_broken();
+  });
+  while (ok) {
+    FollowMessage batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !link->queue.empty() || link->broken || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (link->broken || stopping_) break;
+      batch.set_term(term_);
+      size_t bytes = 0;
+      while (!link->queue.empty() && bytes < kMaxBatchBytes) {
+        bytes += link->queue.front().data_request().size();
+        *batch.add_entries() = std::move(link->queue.front());
+        link->queue.pop_front();
+      }
+    }
+    ok = stream->Write(batch);
+  }
+  mark_broken();
+  context->TryCancel();  // ends the reader's Read
+  reader.join();
+  absl::MutexLock lock(&mu_);
+  link->context = nullptr;
+  return grpc::Status::OK;
+}
+
+bool ReplicaNode::DropSilentBackups() {
+  const absl::Duration timeout =
+      absl::Milliseconds(config_.replication.ack_timeout_ms);
+  const absl::Time now = absl::Now();
+  bool dropped = false;
+  absl::MutexLock lock(&mu_);
+  for (const std::shared_ptr<Link>& link : links_) {
+    if (link->broken || !link->snapshot_sent ||
+        link->acked >= link->last_enqueued || now - link->progress < timeout) {
+      continue;
+    }
+    spdlog::warn("shard {}: backup {} acknowledged nothing for {} "
+                 "(replication.ack_timeout_ms {}) with {} entries waiting; "
+                 "dropping it from in_sync",
+                 shard_->shard_index(), link->id,
+                 absl::FormatDuration(now - link->progress),
+                 config_.replication.ack_timeout_ms,
+                 link->last_enqueued - link->acked);
+    link->broken = true;
+    if (link->context != nullptr) link->context->TryCancel();
+    dropped = true;
+  }
+  return dropped;
+}
+
+}  // namespace ps::replication
