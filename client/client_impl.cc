@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/future.h"
+#include "client/retry_backoff.h"
 #include "common/config.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
@@ -322,10 +323,7 @@ std::vector<absl::Status> ClientImpl::CallAll(
 absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
     int shard, absl::Time deadline) {
   ServerConnection& conn = *connections_[shard];
-  absl::Duration backoff = absl::Milliseconds(
-      std::max<int64_t>(options_.client.reconnect_initial_backoff_ms, 1));
-  const absl::Duration max_backoff = std::max(
-      backoff, absl::Milliseconds(options_.client.reconnect_max_backoff_ms));
+  RetryBackoff backoff = RetryBackoff::Reconnect(options_.client);
   grpc::Status last;
   while (true) {
     const absl::Duration remaining = deadline - absl::Now();
@@ -347,8 +345,7 @@ absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
         last.error_code() != grpc::StatusCode::CANCELLED) {
       return Annotate("GetShardInfo", shard, last);
     }
-    absl::SleepFor(std::min(backoff, deadline - absl::Now()));
-    backoff = std::min(backoff * 2, max_backoff);
+    if (!backoff.Wait(deadline)) break;
   }
   if (last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     // A wait_for_ready call only says "Deadline Exceeded". One fail-fast
@@ -485,7 +482,7 @@ std::vector<absl::Status> ClientImpl::RegisterRound(
 
 absl::Status ClientImpl::RegisterEverywhere() {
   const absl::Time deadline = absl::Now() + RpcTimeout(options_);
-  absl::Duration backoff = absl::Milliseconds(100);
+  RetryBackoff backoff(absl::Milliseconds(100), absl::Seconds(1));
   std::vector<proto::RegisterWorkerResponse> responses;
   bool waiting_told = false;
   while (true) {
@@ -499,17 +496,14 @@ absl::Status ClientImpl::RegisterEverywhere() {
     // between two primaries (UNAVAILABLE): registering is idempotent for
     // this session, so the round is repeated.
     const bool transient = absl::IsUnavailable(first) || absl::IsCancelled(first);
-    if ((!other_job && !transient) || absl::Now() + backoff >= deadline) {
-      return first;
-    }
+    if (!other_job && !transient) return first;
     if (other_job && !waiting_told) {
       spdlog::warn("worker {}: {}; retrying for up to {} ms",
                    options_.worker_id, std::string(first.message()),
                    options_.client.rpc_timeout_ms);
       waiting_told = true;
     }
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(1));
+    if (!backoff.Wait(deadline)) return first;
   }
   // Shards may admit the worker at different clocks (one evicted it, one
   // did not); all move to the highest, so its steps agree everywhere.
@@ -779,10 +773,7 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
   // server (a clock it already has is a retry), so the whole call is
   // repeated with backoff until the RPC timeout.
   const absl::Time deadline = absl::Now() + RpcTimeout(options_);
-  absl::Duration backoff = absl::Milliseconds(
-      std::max<int64_t>(options_.client.reconnect_initial_backoff_ms, 1));
-  const absl::Duration max_backoff = std::max(
-      backoff, absl::Milliseconds(options_.client.reconnect_max_backoff_ms));
+  RetryBackoff backoff = RetryBackoff::Reconnect(options_.client);
   while (true) {
     statuses = CallAll(
         "Clock", std::max(deadline - absl::Now(), absl::Milliseconds(1)),
@@ -794,9 +785,7 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
     const bool transient = std::any_of(
         statuses.begin(), statuses.end(),
         [](const absl::Status& s) { return absl::IsUnavailable(s); });
-    if (!transient || absl::Now() + backoff >= deadline) break;
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, max_backoff);
+    if (!transient || !backoff.Wait(deadline)) break;
   }
   RETURN_IF_ERROR(FirstError(statuses));
   int64_t reached = next;
