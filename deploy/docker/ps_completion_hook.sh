@@ -206,8 +206,9 @@ drained() {
     200)
       jq -e '(.status.observedGeneration // 0) >= (.metadata.generation // 0)
              and (.status.replicas // 0) == 0' "$body" >/dev/null && return 0
-      log "statefulset $namespace/$1 still has" \
-        "$(jq -r '.status.replicas // 0' "$body") pods; waiting"
+      log "statefulset $namespace/$1 $(jq -r 'if (.status.observedGeneration // 0) <
+          (.metadata.generation // 0) then "has not yet observed the scale-down"
+          else "still has \(.status.replicas) pods" end' "$body"); waiting"
       ;;
     401 | 403)
       log "the API refused to read statefulset $namespace/$1 (HTTP $status):" \

@@ -408,6 +408,8 @@ def test_etcd_prefix_is_cleared_once_no_server_pod_runs(tmp_path, etcd):
     # Then exactly the prefix's keys went, the rewritten one included.
     assert etcd.all_keys() == OUTSIDE_KEYS
     assert "deleted 3 etcd keys under /ps/train/" in proc.stderr
+    assert "statefulset train/ps-server has not yet observed the scale-down; waiting" \
+        in proc.stderr
     assert "statefulset train/ps-server still has 2 pods; waiting" in proc.stderr
 
 
