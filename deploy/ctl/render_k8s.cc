@@ -18,6 +18,7 @@
 #include "common/file_util.h"
 #include "deploy/ctl/capacity.h"
 #include "deploy/ctl/write_file.h"
+#include "server/replication/keys.h"
 
 namespace ps::ctl {
 namespace {
@@ -28,6 +29,7 @@ namespace fs = std::filesystem;
 constexpr char kStatefulSet[] = "ps-server";
 constexpr char kService[] = "ps-server";
 constexpr char kWorkerJob[] = "ps-worker";
+constexpr char kCompletionHookJob[] = "ps-completion-hook";
 constexpr char kConfigMap[] = "ps-config";
 constexpr char kImagePlaceholder[] = "ps-image";
 constexpr int kGrpcPort = 50051;
@@ -302,8 +304,44 @@ std::string KustomizationHeader(const RenderOptions& o,
       sparse, ReplicationNote(replication), "\n");
 }
 
+// `value` as a YAML double-quoted scalar (a cluster_id may hold anything).
+std::string QuotedScalar(const std::string& value) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << value;
+  return out.c_str();
+}
+
+// With replication: a patch giving the completion hook the rendered config's
+// etcd (its first endpoint; connections to etcd are plain HTTP, as the
+// servers' are) and the cluster's key prefix, so that once the servers are
+// gone it deletes their in_sync sets, which the next run's replicas would
+// otherwise refuse to serve against. Also for an etcd outside the manifests:
+// the hook may reach it, and when it cannot it says so and exits 1, leaving
+// the keys as they would be without it. "" without replication.
+std::string CompletionHookPatch(const Replication& replication,
+                                const ClusterConfig& rendered) {
+  if (replication.factor <= 1) return "";
+  // The prefix of every key of the cluster (server/replication/keys.h).
+  const std::string prefix =
+      absl::StrCat("/ps/", replication::ClusterIdOf(rendered), "/");
+  const std::string etcd =
+      absl::StrCat("http://", rendered.replication.etcd_endpoints.front());
+  std::string patch;
+  for (const std::string& arg :
+       {absl::StrCat("--etcd=", etcd), absl::StrCat("--etcd_prefix=", prefix)}) {
+    absl::StrAppend(&patch,
+                    "      - op: add\n"
+                    "        path: /spec/template/spec/containers/0/args/-\n"
+                    "        value: ",
+                    QuotedScalar(arg), "\n");
+  }
+  return absl::StrCat("  - target:\n      kind: Job\n      name: ",
+                      kCompletionHookJob, "\n    patch: |-\n", patch);
+}
+
 std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
                                 const Replication& replication,
+                                const ClusterConfig& rendered,
                                 const ClusterFootprint& footprint) {
   const fs::path base = fs::path(o.config_path).parent_path();
   std::string k = absl::StrCat(
@@ -361,8 +399,9 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
                   "      - op: replace\n"
                   "        path: /spec/parallelism\n"
                   "        value: ",
-                  o.num_workers,
-                  "\n\n"
+                  o.num_workers, "\n",
+                  CompletionHookPatch(replication, rendered),
+                  "\n"
                   "images:\n"
                   "  - name: ",
                   kImagePlaceholder,
@@ -427,7 +466,7 @@ absl::StatusOr<Rendering> Render(const RenderOptions& options) {
   Rendering rendering;
   rendering.files[kConfigFile] = *config;
   rendering.files[kKustomizationFile] =
-      RenderKustomization(options, *image, *replication, *footprint);
+      RenderKustomization(options, *image, *replication, *parsed, *footprint);
   rendering.largest = footprint->Largest();
   return rendering;
 }

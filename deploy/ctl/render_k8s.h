@@ -24,17 +24,20 @@
 // both StatefulSets; when the description names no etcd
 // (replication.etcd_endpoints), it adds the example etcd component and
 // cluster.yaml gets ps-etcd.<namespace>.svc.cluster.local:2379; an empty
-// replication.cluster_id becomes the namespace. The description's own
-// validation (async tables only, no checkpoint_dir) applies as for servers.
+// replication.cluster_id becomes the namespace. The completion hook gets
+// --etcd=http://<first etcd endpoint> and --etcd_prefix=/ps/<cluster_id>/
+// (also for an etcd outside the manifests), so it clears the cluster's keys
+// once the servers are gone. The description's own validation (async tables
+// only, no checkpoint_dir) applies as for servers.
 //
 // So going from 2 x 2 to 20 x 200 is one command (or one edit of that header
 // line and a re-run); `check` mode tells whether an overlay is what its
 // command renders now (tests/k8s runs it on every committed overlay).
 //
-// The names ps-server (StatefulSet and Service), ps-worker (Job), ps-config
-// (ConfigMap), ps-image (image placeholder), the gRPC port 50051, ps-etcd
-// (port 2379) and the components at <base>/../components/{gpu,replicated,
-// etcd} are those of deploy/k8s;
+// The names ps-server (StatefulSet and Service), ps-worker (Job),
+// ps-completion-hook (Job), ps-config (ConfigMap), ps-image (image
+// placeholder), the gRPC port 50051, ps-etcd (port 2379) and the components
+// at <base>/../components/{gpu,replicated,etcd} are those of deploy/k8s;
 // tests/k8s checks that the rendered overlays agree with the manifests.
 #ifndef PS_DEPLOY_CTL_RENDER_K8S_H_
 #define PS_DEPLOY_CTL_RENDER_K8S_H_

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -229,6 +231,25 @@ constexpr char kReplicated[] =
     "    size: 1000\n"
     "    consistency: async\n";
 
+// The args the kustomization's patches add to the completion hook's
+// container (patches targeting the Job ps-completion-hook).
+std::vector<std::string> HookArgsAdded(const YAML::Node& kustomization) {
+  std::vector<std::string> args;
+  for (const YAML::Node& patch : kustomization["patches"]) {
+    if (patch["target"]["name"].as<std::string>() != "ps-completion-hook") {
+      continue;
+    }
+    EXPECT_EQ(patch["target"]["kind"].as<std::string>(), "Job");
+    for (const YAML::Node& op : YAML::Load(patch["patch"].as<std::string>())) {
+      EXPECT_EQ(op["op"].as<std::string>(), "add");
+      EXPECT_EQ(op["path"].as<std::string>(),
+                "/spec/template/spec/containers/0/args/-");
+      args.push_back(op["value"].as<std::string>());
+    }
+  }
+  return args;
+}
+
 TEST_F(RenderK8sTest, ReplicationAddsTheReplicatedComponentAndTheExampleEtcd) {
   std::ofstream(options_.config_path) << kReplicated;
   absl::StatusOr<std::map<std::string, std::string>> files =
@@ -253,6 +274,11 @@ TEST_F(RenderK8sTest, ReplicationAddsTheReplicatedComponentAndTheExampleEtcd) {
   EXPECT_EQ(k["replicas"][0]["count"].as<int>(), 3);
   EXPECT_EQ(k["replicas"][1]["name"].as<std::string>(), "ps-server-r1");
   EXPECT_EQ(k["replicas"][1]["count"].as<int>(), 3);
+  // Once the servers are gone the hook clears the cluster's etcd keys.
+  EXPECT_EQ(HookArgsAdded(k),
+            (std::vector<std::string>{
+                "--etcd=http://ps-etcd.train.svc.cluster.local:2379",
+                "--etcd_prefix=/ps/train/"}));
 }
 
 TEST_F(RenderK8sTest, AnEtcdOfTheDescriptionIsKeptAndNoneIsAdded) {
@@ -279,6 +305,33 @@ TEST_F(RenderK8sTest, AnEtcdOfTheDescriptionIsKeptAndNoneIsAdded) {
   EXPECT_EQ(k["components"][0].as<std::string>(), "../../components/gpu");
   EXPECT_EQ(k["components"][1].as<std::string>(),
             "../../components/replicated");
+  // The hook is given that etcd too (its first endpoint).
+  EXPECT_EQ(HookArgsAdded(k), (std::vector<std::string>{
+                                  "--etcd=http://etcd-a.infra:2379",
+                                  "--etcd_prefix=/ps/shared/"}));
+}
+
+TEST_F(RenderK8sTest, AClusterIdThatYamlWouldReadOtherwiseIsQuoted) {
+  std::string text = kReplicated;
+  text.replace(text.find("  lease_ttl_s: 3\n"), 16,
+               "  lease_ttl_s: 3\n  cluster_id: \"team #1: \\\"a\\\"\"\n");
+  std::ofstream(options_.config_path) << text;
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(HookArgsAdded(YAML::Load(files->at("kustomization.yaml"))),
+            (std::vector<std::string>{
+                "--etcd=http://ps-etcd.train.svc.cluster.local:2379",
+                "--etcd_prefix=/ps/team #1: \"a\"/"}));
+}
+
+TEST_F(RenderK8sTest, WithoutReplicationTheHookGetsNoEtcd) {
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  const YAML::Node k = YAML::Load(files->at("kustomization.yaml"));
+  EXPECT_EQ(k["patches"].size(), 1u);  // the worker Job's size only
+  EXPECT_TRUE(HookArgsAdded(k).empty());
 }
 
 TEST_F(RenderK8sTest, ReplicationTheManifestsCannotRunIsRefusedWithTheFix) {

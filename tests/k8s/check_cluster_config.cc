@@ -7,9 +7,11 @@
 //    "tls_enabled": false, "auth_token_set": false, "num_tables": N,
 //    "shard_resident_bytes": N, "shard_checkpoint_bytes": N,
 //    "sparse_tables": ["..."], "replication_factor": N,
-//    "etcd_endpoints": ["host:port", ...]}
+//    "etcd_endpoints": ["host:port", ...], "cluster_id": "..."}
 // where the two byte counts are those of the largest shard's dense tables
-// (deploy/ctl/capacity.h: the formula and what it leaves out).
+// (deploy/ctl/capacity.h: the formula and what it leaves out), and
+// cluster_id is replication.cluster_id as written ("" = the stem of the
+// file a server reads, which only the manifests know).
 // tests/k8s/validate_k8s.py compares them with the rendered manifests.
 //
 // Usage: check_cluster_config FILE
@@ -89,7 +91,8 @@ std::string SummaryJson(const ps::ClusterConfig& config,
       ", \"shard_checkpoint_bytes\": ", footprint.Largest().checkpoint_bytes,
       ", \"sparse_tables\": [", sparse,
       "], \"replication_factor\": ", config.replication.factor,
-      ", \"etcd_endpoints\": [", etcd, "]}");
+      ", \"etcd_endpoints\": [", etcd,
+      "], \"cluster_id\": ", JsonString(config.replication.cluster_id), "}");
 }
 
 }  // namespace

@@ -1,16 +1,25 @@
 #!/usr/bin/python3
 """Tests of deploy/docker/ps_completion_hook.sh against a fake Kubernetes API
-server (HTTP on 127.0.0.1, an OS-picked port) that serves the worker Job from
-a script of answers and records the scale requests.
+server (HTTP on 127.0.0.1, an OS-picked port) that serves the worker Job and
+the StatefulSets' status from scripts of answers and records the scale
+requests; with --etcd, against a real etcd (Debian's /usr/bin/etcd on
+127.0.0.1, OS-picked ports, a temporary data directory), checked with
+etcdctl.
 
 Run by //tests/k8s:completion_hook_test (pytest, one JUnit case per test).
 """
 
+import ctypes
 import json
 import os
+import signal
+import socket
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
 
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -38,16 +47,41 @@ FAILED = (200, job(("FailureTarget", "True", "BackoffLimitExceeded"),
 NOT_FOUND = (404, {"kind": "Status", "message": "jobs.batch \"ps-worker\" not found"})
 
 
-class FakeApi:
-    """Answers GETs of the Job from `job_answers` (the last one repeats) and
-    PATCHes of the scale subresource of the StatefulSets `statefulsets` with
-    `scale_status` (others: 404); records every request as (method, path,
-    headers, body)."""
+def statefulset(generation, observed_generation, replicas):
+    """A StatefulSet object whose status says `replicas` pods exist as of
+    `observed_generation`."""
+    return (200, {"kind": "StatefulSet", "metadata": {"generation": generation},
+                  "status": {"observedGeneration": observed_generation,
+                             "replicas": replicas}})
 
-    def __init__(self, job_answers, scale_status=200, statefulsets=("ps-server",)):
+
+def running(answer):
+    """Whether a StatefulSet answer may still have server pods."""
+    status, obj = answer
+    return status != 200 or not (
+        obj["status"]["observedGeneration"] >= obj["metadata"]["generation"] and
+        obj["status"]["replicas"] == 0)
+
+
+DRAINED = statefulset(2, 2, 0)
+
+
+class FakeApi:
+    """Answers GETs of the Job from `job_answers` (the last one repeats),
+    PATCHes of the scale subresource of the StatefulSets `statefulsets` with
+    `scale_status` (others: 404), and GETs of StatefulSet NAME from
+    `sts_answers[NAME]` (the last one repeats; default DRAINED), calling
+    `on_running(name)` while it answers that pods may still run; records
+    every request as (method, path, headers, body)."""
+
+    def __init__(self, job_answers, scale_status=200, statefulsets=("ps-server",),
+                 sts_answers=None, on_running=None):
         self.job_answers = list(job_answers)
         self.scale_status = scale_status
         self.scale_paths = [SCALE_PREFIX + name + "/scale" for name in statefulsets]
+        self.sts_answers = {name: list(answers) for name, answers in
+                            (sts_answers or {}).items()}
+        self.on_running = on_running
         self.requests = []
         api = self
 
@@ -70,6 +104,13 @@ class FakeApi:
 
             def do_GET(self):
                 self.record()
+                name = self.path[len(SCALE_PREFIX):]
+                if self.path.startswith(SCALE_PREFIX) and "/" not in name:
+                    answers = api.sts_answers.setdefault(name, [DRAINED])
+                    answer = answers.pop(0) if len(answers) > 1 else answers[0]
+                    if running(answer) and api.on_running:
+                        api.on_running(name)
+                    return self.answer(*answer)
                 if self.path != JOB_PATH:
                     return self.answer(404, {"message": "no such path " + self.path})
                 status, obj = (api.job_answers.pop(0) if len(api.job_answers) > 1
@@ -101,6 +142,9 @@ class FakeApi:
 
     def patches(self):
         return [r for r in self.requests if r[0] == "PATCH"]
+
+    def statefulset_gets(self, name):
+        return [r for r in self.requests if r[0] == "GET" and r[1] == SCALE_PREFIX + name]
 
 
 def run_hook(api, tmp_path, *extra):
@@ -225,3 +269,222 @@ def test_a_failed_statefulset_does_not_keep_the_others_up(tmp_path):
     assert [r[1] for r in api.patches()] == [SCALE_PATH, SCALE_PATH_R1]
     assert "scaling statefulset train/ps-server failed: HTTP 404" in proc.stderr
     assert "statefulset train/ps-server-r1 scaled to 0" in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# --etcd: clearing the cluster's keys once no server pod runs.
+
+ETCD = "/usr/bin/etcd"
+ETCDCTL = "/usr/bin/etcdctl"
+PREFIX = "/ps/train/"
+# Keys of the cluster (what the replicas leave: in_sync has no lease).
+CLUSTER_KEYS = {"/ps/train/shard/0/in_sync": "10.0.0.1:50051/1",
+                "/ps/train/shard/1/in_sync": "10.0.0.2:50051/1",
+                "/ps/train/shard/1/term": "7"}
+# Just outside the prefix: another cluster whose id extends this one, one
+# with another id, and the prefix without its trailing "/".
+OUTSIDE_KEYS = {"/ps/trainx/k": "a", "/ps/other/k": "b", "/ps/train": "c"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent():
+    """In the child before exec: SIGKILL when the test process dies, so a
+    killed test leaves no etcd behind."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Etcd:
+    """One etcd member on 127.0.0.1 with OS-picked ports (flags as
+    server/replication/local_etcd.cc starts it), killed on exit."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.proc = None
+
+    def __enter__(self):
+        for attempt in range(5):  # a picked port can be taken before etcd binds it
+            client, peer = free_port(), free_port()
+            self.url = "http://127.0.0.1:%d" % client
+            peer_url = "http://127.0.0.1:%d" % peer
+            log_path = self.tmp_path / ("etcd-%d.log" % attempt)
+            with open(log_path, "w") as log:
+                self.proc = subprocess.Popen(
+                    [ETCD, "--name=hooktest", "--data-dir=%s" % (self.tmp_path / "etcd"),
+                     "--listen-client-urls=" + self.url, "--advertise-client-urls=" + self.url,
+                     "--listen-peer-urls=" + peer_url,
+                     "--initial-advertise-peer-urls=" + peer_url,
+                     "--initial-cluster=hooktest=" + peer_url, "--initial-cluster-state=new",
+                     "--heartbeat-interval=25", "--election-timeout=250",
+                     "--logger=zap", "--log-outputs=stderr"],
+                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+            deadline = time.monotonic() + 20
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                if "serving client traffic" in log_path.read_text():
+                    return self
+                time.sleep(0.05)
+            self.stop()
+            text = log_path.read_text()
+            if "address already in use" not in text:
+                raise RuntimeError("etcd did not start:\n" + text[-3000:])
+        raise RuntimeError("etcd found no free ports in 5 attempts")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def ctl(self, *args):
+        proc = subprocess.run([ETCDCTL, "--endpoints=" + self.url] + list(args),
+                              env=dict(os.environ, ETCDCTL_API="3"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def put(self, key, value):
+        self.ctl("put", key, value)
+
+    def all_keys(self):
+        """Every key and value in etcd, through etcdctl (gRPC), not the
+        gateway the hook uses."""
+        lines = self.ctl("get", "--prefix", "").splitlines()
+        return dict(zip(lines[0::2], lines[1::2]))
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    if not (os.access(ETCD, os.X_OK) and os.access(ETCDCTL, os.X_OK)):
+        pytest.fail("%s and %s are needed (Debian's etcd-server and etcd-client; "
+                    ".ci/install_deps.sh installs them)" % (ETCD, ETCDCTL))
+    with Etcd(tmp_path) as server:
+        for key, value in {**CLUSTER_KEYS, **OUTSIDE_KEYS}.items():
+            server.put(key, value)
+        yield server
+
+
+def etcd_args(url):
+    return ["--statefulset=ps-server-r1", "--etcd=" + url, "--etcd_prefix=" + PREFIX]
+
+
+BOTH_SETS = ("ps-server", "ps-server-r1")
+
+
+def test_etcd_prefix_is_cleared_once_no_server_pod_runs(tmp_path, etcd):
+    # While a StatefulSet reports pods, a stopping primary rewrites its
+    # shard's in_sync set: a hook that deleted before the pods were gone
+    # would leave that key behind.
+    seen_while_running = []
+
+    def primary_still_writes(name):
+        seen_while_running.append(sorted(k for k in etcd.all_keys() if k.startswith(PREFIX)))
+        etcd.put("/ps/train/shard/0/in_sync", "10.0.0.1:50051/1")
+
+    sts_answers = {
+        # Scaled down but not yet observed (a stale 0), then pods stopping.
+        "ps-server": [statefulset(2, 1, 0), statefulset(2, 2, 2), statefulset(2, 2, 1),
+                      DRAINED],
+        "ps-server-r1": [statefulset(3, 3, 1), statefulset(3, 3, 0)],
+    }
+    with FakeApi([RUNNING, COMPLETE], statefulsets=BOTH_SETS, sts_answers=sts_answers,
+                 on_running=primary_still_writes) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(etcd.url), "--drain_timeout_s=30")
+    assert proc.returncode == 0, proc.stderr
+    assert len(api.patches()) == 2
+    # It read each StatefulSet until its answer said no pod runs (the stale
+    # 0 of generation 1 included), and no further.
+    assert len(api.statefulset_gets("ps-server")) == 4
+    assert len(api.statefulset_gets("ps-server-r1")) == 2
+    # Every time a StatefulSet still had pods, the cluster's keys were there.
+    assert len(seen_while_running) == 4
+    assert all(keys == sorted(CLUSTER_KEYS) for keys in seen_while_running)
+    # Then exactly the prefix's keys went, the rewritten one included.
+    assert etcd.all_keys() == OUTSIDE_KEYS
+    assert "deleted 3 etcd keys under /ps/train/" in proc.stderr
+    assert "statefulset train/ps-server has not yet observed the scale-down; waiting" \
+        in proc.stderr
+    assert "statefulset train/ps-server still has 2 pods; waiting" in proc.stderr
+
+
+def test_an_empty_prefix_is_deleted_as_zero_keys(tmp_path, etcd):
+    etcd.ctl("del", "--prefix", PREFIX)
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(etcd.url))
+    assert proc.returncode == 0, proc.stderr
+    assert "deleted 0 etcd keys under /ps/train/" in proc.stderr
+    assert etcd.all_keys() == OUTSIDE_KEYS
+
+
+def test_unreachable_etcd_exits_1_after_the_drain_timeout(tmp_path):
+    url = "http://127.0.0.1:%d" % free_port()  # nothing listens there
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS) as api:
+        start = time.monotonic()
+        proc = run_hook(api, tmp_path, *etcd_args(url), "--drain_timeout_s=1")
+        elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr
+    assert elapsed >= 1
+    assert len(api.patches()) == 2  # the servers were scaled down all the same
+    assert ("etcd at %s did not delete /ps/train/ within 1s" % url) in proc.stderr
+    assert "Failed to connect to 127.0.0.1" in proc.stderr
+    assert ("etcdctl --endpoints=%s del --prefix /ps/train/" % url) in proc.stderr
+    assert proc.stderr.count("deleting etcd keys under /ps/train/ at %s: " % url) >= 2
+
+
+def test_pods_that_never_stop_leave_etcd_alone(tmp_path, etcd):
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS,
+                 sts_answers={"ps-server-r1": [statefulset(2, 2, 1)]}) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(etcd.url), "--drain_timeout_s=0.5")
+    assert proc.returncode == 1, proc.stderr
+    assert "statefulset ps-server-r1 still had pods after 0.5s" in proc.stderr
+    assert etcd.all_keys() == {**CLUSTER_KEYS, **OUTSIDE_KEYS}
+
+
+def test_failed_scale_request_leaves_etcd_alone(tmp_path, etcd):
+    with FakeApi([COMPLETE], statefulsets=("ps-server",)) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(etcd.url))
+    assert proc.returncode == 1
+    assert "scaling statefulset train/ps-server-r1 failed: HTTP 404" in proc.stderr
+    assert "not clearing etcd's /ps/train/: servers may still run" in proc.stderr
+    assert api.statefulset_gets("ps-server") == []
+    assert etcd.all_keys() == {**CLUSTER_KEYS, **OUTSIDE_KEYS}
+
+
+@pytest.mark.parametrize("answer, message", [
+    ((403, {"message": "statefulsets.apps \"ps-server\" is forbidden"}),
+     "needs get on apps/statefulsets ps-server"),
+    ((404, {"message": "statefulsets.apps \"ps-server\" not found"}),
+     "statefulset train/ps-server is gone"),
+])
+def test_unreadable_statefulset_leaves_etcd_alone(tmp_path, etcd, answer, message):
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS,
+                 sts_answers={"ps-server": [answer]}) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(etcd.url))
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert etcd.all_keys() == {**CLUSTER_KEYS, **OUTSIDE_KEYS}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--etcd=http://127.0.0.1:2379"], "--etcd and --etcd_prefix go together"),
+    (["--etcd_prefix=/ps/train/"], "--etcd and --etcd_prefix go together"),
+    (["--etcd=127.0.0.1:2379", "--etcd_prefix=/ps/train/"], "is not http://HOST:PORT"),
+    (["--etcd=http://127.0.0.1:2379", "--etcd_prefix=ps/train/"], "must start and end with '/'"),
+    (["--etcd=http://127.0.0.1:2379", "--etcd_prefix=/ps/train"], "must start and end with '/'"),
+    (["--etcd=http://127.0.0.1:2379", "--etcd_prefix=/"], "must start and end with '/'"),
+    (["--etcd=http://127.0.0.1:2379", "--etcd_prefix=/ps/train/",
+      "--drain_timeout_s=5m"], "--drain_timeout_s must be a number"),
+])
+def test_bad_etcd_usage_exits_2(tmp_path, args, message):
+    with FakeApi([COMPLETE]) as api:
+        proc = run_hook(api, tmp_path, *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "--etcd=URL --etcd_prefix=/ps/<cluster_id>/" in proc.stderr  # the usage lines
+    assert api.requests == []

@@ -66,7 +66,11 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
   completion-hook   the completion-hook Job targets the worker Job and the
                     StatefulSet by name, outlasts the workers' deadline and
                     its service account may get the Job and patch the
-                    StatefulSet's scale.
+                    StatefulSet's scale; with replication, it also gets
+                    --etcd http://<first etcd endpoint> and --etcd_prefix
+                    /ps/<cluster_id>/ of the servers' config, and may get
+                    every server StatefulSet (to wait for their pods to
+                    stop before it deletes the cluster's etcd keys).
   replica-sets      one server StatefulSet per replica rank
                     (replication.factor), alike, one pod per shard, pod i
                     serving shard i, PS_ADVERTISE_HOST from status.podIP, a
@@ -74,7 +78,8 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
                     (only) on the health service ps.replication.Replication.
   etcd              replication.etcd_endpoints name the etcd Service and
                     port of the manifests (or an etcd outside them), and
-                    servers, workers and the admin pod may reach it.
+                    servers, workers, the admin pod and the completion hook
+                    may reach it (and no one else).
 
 Exit status: 0 when every check of every directory passed, 1 otherwise, 2 on
 bad usage or a missing tool. With --json FILE the results are also written as
@@ -156,6 +161,10 @@ GRACE_FIXED_S = 10
 # Pod components the NetworkPolicy may admit to the servers' gRPC port
 # (servers themselves only with replication: the Follow stream).
 GRPC_CLIENT_COMPONENTS = ("worker", "admin")
+# Pod components etcd's NetworkPolicy may admit to its client port: servers
+# (roles), workers and admin (clients look primaries up), the completion hook
+# (it deletes the cluster's keys once the servers are gone).
+ETCD_CLIENT_COMPONENTS = ("server", "worker", "admin", "completion-hook")
 # Components that run a pinned image of their own, not ours (image-versions).
 THIRD_PARTY_COMPONENTS = ("etcd",)
 
@@ -1179,12 +1188,45 @@ def role_allows(role, group, resource, name, verb):
     return False
 
 
+def cluster_id(ctx):
+    """The etcd cluster id the servers use: replication.cluster_id, else the
+    stem of the file their --config names (server/replication/keys.h,
+    ClusterIdOf), else "ps"."""
+    config = need_config(ctx)
+    if config["cluster_id"]:
+        return config["cluster_id"]
+    path = flag_value(first_container(server_set(ctx["docs"])), "--config") or ""
+    return os.path.basename(path).split(".")[0] or "ps"
+
+
+def check_hook_etcd(ctx, container):
+    """With replication: the hook's --etcd and --etcd_prefix are the servers'
+    etcd and key prefix; returns a note for the check's message. Without
+    (one server StatefulSet, no --etcd) the config is not needed."""
+    if len(server_sets(ctx["docs"])) <= 1 and not (
+            flag_values(container, "--etcd") or flag_values(container, "--etcd_prefix")):
+        return ""
+    config = need_config(ctx)
+    if config["replication_factor"] <= 1:
+        return ""
+    want = {"--etcd": "http://" + config["etcd_endpoints"][0],
+            "--etcd_prefix": "/ps/%s/" % cluster_id(ctx)}
+    for flag, value in sorted(want.items()):
+        if flag_values(container, flag) != [value]:
+            raise CheckError("the hook's %s is %s, not %s (the servers' config): the next "
+                             "run's replicas would meet this run's in_sync sets in etcd and "
+                             "refuse to serve" % (flag, flag_values(container, flag) or
+                                                  "missing", value))
+    return "; then deletes %s at %s" % (want["--etcd_prefix"], want["--etcd"])
+
+
 def check_completion_hook(ctx):
     docs = ctx["docs"]
     sets = server_sets(docs)
     job = worker_job(docs)
     hook = workload_by_component(docs, "Job", "completion-hook")
     container = first_container(hook)
+    etcd_note = check_hook_etcd(ctx, container)
     if flag_value(container, "--job") != job["metadata"]["name"]:
         raise CheckError("the hook's --job is %r, not %r" %
                          (flag_value(container, "--job"), job["metadata"]["name"]))
@@ -1218,13 +1260,15 @@ def check_completion_hook(ctx):
     granted = [r for r in granted if r]
     needs = [("batch", "jobs", job["metadata"]["name"], "get")] + [
         ("apps", "statefulsets/scale", name, "patch") for name in names]
+    if etcd_note:  # it waits until no pod of any of them runs
+        needs += [("apps", "statefulsets", name, "get") for name in names]
     for need in needs:
         if not any(role_allows(r, *need) for r in granted):
             raise CheckError("service account %s may not %s %s %s" %
                              (account, need[3], need[1], need[2]))
-    return "%s scales %s to 0 when %s ends" % (hook["metadata"]["name"],
-                                               " and ".join(names),
-                                               job["metadata"]["name"])
+    return "%s scales %s to 0 when %s ends%s" % (hook["metadata"]["name"],
+                                                 " and ".join(names),
+                                                 job["metadata"]["name"], etcd_note)
 
 
 def first_difference(a, b, path=""):
@@ -1408,14 +1452,18 @@ def check_etcd(ctx):
         port_name = next((p.get("name") for p in container.get("ports") or []
                           if p.get("containerPort") == container_port), None)
         admitted = admitted_peers(docs, pod_labels(etcd), container_port, port_name,
-                                  ("server", "worker", "admin"), "etcd client")
-        clients = grpc_clients(docs) + [("servers", sts) for sts in server_sets(docs)]
-        for who, workload in clients:
+                                  ETCD_CLIENT_COMPONENTS, "etcd client")
+        why = "they find the shards' primaries there"
+        clients = [(who, workload, why) for who, workload in grpc_clients(docs) + [
+            ("servers", sts) for sts in server_sets(docs)]] + [
+            ("completion hook", workload_by_component(docs, "Job", "completion-hook"),
+             "it deletes the cluster's keys once the servers are gone")]
+        for who, workload, why in clients:
             if not any(selects(sel, pod_labels(workload)) for sel in admitted):
-                raise CheckError("the %s (%s) are not admitted to etcd's client port %d: they "
-                                 "find the shards' primaries there" % (who, doc_id(workload),
-                                                                      container_port))
-        notes.append("%s = %s %s port %d, reached by servers, workers and admin" % (
+                raise CheckError("the %s (%s) may not reach etcd's client port %d: %s" % (
+                    who, doc_id(workload), container_port, why))
+        notes.append("%s = %s %s port %d, reached by servers, workers, admin and the "
+                     "completion hook" % (
             endpoint, etcd["kind"], etcd["metadata"]["name"], container_port))
     return "; ".join(notes)
 
