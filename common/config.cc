@@ -13,6 +13,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -221,6 +223,25 @@ absl::Status ReadEtcdEndpoints(const YamlReader& r, const YamlField& f,
   return absl::OkStatus();
 }
 
+// One segment of the etcd keys /ps/<cluster_id>/...: a '/' would put the
+// cluster's keys inside another cluster's prefix ("a/b" under "a"), where
+// that cluster's clean-up (the Kubernetes completion hook deletes its
+// prefix) or stale-set checks would reach them.
+absl::Status CheckClusterId(const YamlReader& r, const YamlField& f,
+                            const ReplicationConfig& replication) {
+  for (char c : replication.cluster_id) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
+      return r.Error(f.mark(), f.path,
+                     absl::StrCat("'", replication.cluster_id,
+                                  "' has the character '",
+                                  absl::CHexEscape(std::string(1, c)), "'"),
+                     "allowed: letters, digits, '.', '_' and '-' (one "
+                     "segment of the etcd key prefix /ps/<cluster_id>/)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Not a section check: ps_launch parses with etcd_endpoints_optional (it
 // starts etcd itself), which a section check cannot see.
 absl::Status CheckEtcdEndpoints(const YamlReader& r, const YAML::Node& root,
@@ -263,10 +284,12 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
                    "a backup that acknowledges nothing for this long while "
                    "pushes wait for it is dropped from in_sync (pushes go "
                    "on without it; it exits and rejoins as a new backup)"),
-         StringKey<R>("cluster_id", &R::cluster_id,
-                      "a string (\"\" = the config file's stem)",
-                      "etcd key prefix /ps/<cluster_id>/, so clusters can "
-                      "share one etcd")}};
+         Then<R>(StringKey<R>("cluster_id", &R::cluster_id,
+                           "letters, digits, '.', '_', '-' (\"\" = the "
+                           "config file's stem)",
+                           "etcd key prefix /ps/<cluster_id>/, so clusters "
+                           "can share one etcd"),
+              &CheckClusterId)}};
   }();
   return *spec;
 }

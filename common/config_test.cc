@@ -836,6 +836,16 @@ TEST(ConfigTest, ReplicationKeysParseToExactValues) {
   EXPECT_EQ(ParseOk(OneTable("")).replication.factor, 1);
 }
 
+TEST(ConfigTest, ClusterIdIsOneKeySegment) {
+  EXPECT_EQ(ErrorOf(OneTable("") + "replication:\n  cluster_id: a/b\n"),
+            "bad.yaml:8:15: replication.cluster_id: 'a/b' has the character "
+            "'/'; allowed: letters, digits, '.', '_' and '-' (one segment of "
+            "the etcd key prefix /ps/<cluster_id>/)");
+  EXPECT_EQ(ParseOk(OneTable("") + "replication:\n  cluster_id: ps-prod_2.a\n")
+                .replication.cluster_id,
+            "ps-prod_2.a");
+}
+
 TEST(ConfigTest, ReplicationWithoutEtcdIsAnErrorAtTheSection) {
   EXPECT_EQ(ErrorOf(OneTable("") + "replication:\n  factor: 2\n"),
             "bad.yaml:8:3: replication.etcd_endpoints: required when "

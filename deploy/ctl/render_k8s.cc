@@ -321,9 +321,8 @@ std::string QuotedScalar(const std::string& value) {
 std::string CompletionHookPatch(const Replication& replication,
                                 const ClusterConfig& rendered) {
   if (replication.factor <= 1) return "";
-  // The prefix of every key of the cluster (server/replication/keys.h).
   const std::string prefix =
-      absl::StrCat("/ps/", replication::ClusterIdOf(rendered), "/");
+      replication::ClusterKeyPrefix(replication::ClusterIdOf(rendered));
   const std::string etcd =
       absl::StrCat("http://", rendered.replication.etcd_endpoints.front());
   std::string patch;

@@ -18,8 +18,12 @@ std::string ClusterIdOf(const ClusterConfig& config) {
   return stem.empty() ? "ps" : stem;
 }
 
+std::string ClusterKeyPrefix(const std::string& cluster_id) {
+  return absl::StrCat("/ps/", cluster_id, "/");
+}
+
 std::string ShardKeyPrefix(const std::string& cluster_id, uint32_t shard) {
-  return absl::StrCat("/ps/", cluster_id, "/shard/", shard, "/");
+  return absl::StrCat(ClusterKeyPrefix(cluster_id), "shard/", shard, "/");
 }
 
 std::string PrimaryElectionPrefix(const std::string& cluster_id,

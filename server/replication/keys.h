@@ -13,6 +13,9 @@ namespace ps::replication {
 // The cluster id a config uses: replication.cluster_id, else the stem of the
 // config file's name, else "ps".
 std::string ClusterIdOf(const ClusterConfig& config);
+// "/ps/<cluster_id>/": every key of the cluster (the Kubernetes completion
+// hook deletes this prefix after a job).
+std::string ClusterKeyPrefix(const std::string& cluster_id);
 // "/ps/<cluster_id>/shard/<shard>/".
 std::string ShardKeyPrefix(const std::string& cluster_id, uint32_t shard);
 // The election of the shard's primary (values: the replicas' addresses).
