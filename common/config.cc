@@ -277,8 +277,9 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
          std::move(endpoints),
          IntKey<R>("lease_ttl_s", &R::lease_ttl_s, 1, 3600,
                    "an integer in [1, 3600]",
-                   "etcd lease TTL of a primary; failover takes about "
-                   "ttl + 0.5 s"),
+                   "etcd lease TTL of a primary: a paused or cut-off "
+                   "primary is replaced about ttl + 0.5 s after its last "
+                   "renewal (a crashed one at once)"),
          IntKey<R>("ack_timeout_ms", &R::ack_timeout_ms, 100, 3600000,
                    "an integer in [100, 3600000]",
                    "a backup that acknowledges nothing for this long while "

@@ -63,7 +63,12 @@ struct TrainingConfig {
 struct ReplicationConfig {
   int factor = 1;                           // replicas per shard (R)
   std::vector<std::string> etcd_endpoints;  // host:port; required when factor > 1
-  int64_t lease_ttl_s = 1;  // failover bound ~ ttl + 0.5 s
+  // A paused or cut-off primary is replaced about ttl + 0.5 s after its
+  // last renewal (a crashed one at once: its backup ends its term). 2 s:
+  // renewals every 2/3 s may be late by up to ~1.8 s (a loaded machine)
+  // before the primary loses its term; 1 s lost it under two parallel
+  // ps_launch jobs on 2 cores. etcd's minimum with its default timeouts.
+  int64_t lease_ttl_s = 2;
   // A backup that acknowledges nothing pending for this long is dropped
   // from the shard's in_sync set, so the primary's pushes go on without it.
   int64_t ack_timeout_ms = 2000;
