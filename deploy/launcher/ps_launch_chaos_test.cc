@@ -97,8 +97,17 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
   for (const Event& e : events) {
     absl::SleepFor(absl::Seconds(e.gap_s));
     const std::string flag = absl::StrCat("--index=", e.index);
-    const pid_t pid = launch.ChildWith(
-        {e.role == Role::kServer ? "ps_server" : "ps_worker", flag});
+    // A process the previous event killed may still be waiting out its
+    // restart delay (1 s): the event goes to its successor (seed 710905928
+    // killed server 0 twice 0.6 s apart and found no server 0 running).
+    pid_t pid = -1;
+    const absl::Time restart_deadline = absl::Now() + absl::Seconds(10);
+    while ((pid = launch.ChildWith({e.role == Role::kServer ? "ps_server"
+                                                           : "ps_worker",
+                                    flag})) <= 0 &&
+           absl::Now() < restart_deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
     ASSERT_GT(pid, 0) << Name(e.role) << " " << e.index
                       << " is not running; the job ended before the "
                          "schedule did (make it longer)\n"
