@@ -33,8 +33,6 @@ grpc::Status CheckFollower(const grpc::ServerContext& context,
                                   std::string(auth.message()));
 }
 
-// Submit's marker for "answer with NotPrimaryMessage()".
-constexpr char kNotPrimary[] = "not primary";
 // The snapshot's pieces (FollowMessage.snapshot).
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 
@@ -125,7 +123,8 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   std::string entry = push ? SerializeView(*request) : std::string();
   auto op = std::make_shared<Op>();
   op->response.set_request_id(request_id);
-  std::string refused;    // why, when not served
+  bool not_primary = false;  // answered with NotPrimaryMessage() (it locks)
+  std::string refused;       // why else it is not served
   uint64_t sequenced = 0;  // the entry's seq, when it got one
   {
     absl::MutexLock lock(&mu_);
@@ -133,7 +132,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
     const bool without_etcd = !leased && role_ == Role::kPrimary &&
                               HoldsTermUnconfirmed(unconfirmed, term_);
     if (!leased && !without_etcd) {
-      refused = kNotPrimary;
+      not_primary = true;
     } else if (!push && leased) {
       // Served from this replica's state while its lease is valid: no
       // other replica can have been elected.
@@ -175,7 +174,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       sequenced = seq;
     }
   }
-  if (refused == kNotPrimary) {
+  if (not_primary) {
     done(ErrorResponse(request_id, absl::StatusCode::kUnavailable,
                        NotPrimaryMessage()));
   } else if (!refused.empty()) {

@@ -168,10 +168,9 @@ replication:
   std::string Log(const std::string& name) { return ReadWholeFile(logs_[name]); }
   // The replica logged as `name` fences itself and exits with code 3.
   void ExpectFencedExit(ChildProcess* replica, const std::string& name) {
-    absl::StatusOr<int> exited = replica->CloseAndWait(absl::Seconds(30));
-    ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << Log(name);
-    EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-        << "wait status " << *exited << "\n" << Log(name);
+    const absl::Status exited =
+        WaitForFencedExit(replica, absl::Seconds(30));
+    EXPECT_TRUE(exited.ok()) << exited << "\n" << Log(name);
     EXPECT_TRUE(absl::StrContains(Log(name), "fenced")) << Log(name);
   }
 

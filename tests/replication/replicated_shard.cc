@@ -1,5 +1,7 @@
 #include "tests/replication/replicated_shard.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,18 @@ namespace ps::testing {
 std::string TestTempDirOrTmp() {
   const char* dir = std::getenv("TEST_TMPDIR");
   return dir != nullptr ? dir : "/tmp";
+}
+
+absl::Status WaitForFencedExit(ChildProcess* replica, absl::Duration timeout) {
+  absl::StatusOr<int> exited = replica->CloseAndWait(timeout);
+  if (!exited.ok()) return exited.status();
+  if (!WIFEXITED(*exited) || WEXITSTATUS(*exited) != 3) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("replica (pid ", replica->pid(),
+                     ") did not exit with code 3 (fenced): wait status ",
+                     *exited));
+  }
+  return absl::OkStatus();
 }
 
 std::string ReadWholeFile(const std::string& path) {

@@ -83,6 +83,11 @@ class ReplicatedShard {
   std::vector<std::string> logs_;
 };
 
+// Closes `replica`'s stdin and waits up to `timeout` for it to exit with
+// code 3, a fenced replica's exit (server/main.cc); otherwise an error
+// naming the wait status.
+absl::Status WaitForFencedExit(ChildProcess* replica, absl::Duration timeout);
+
 // $TEST_TMPDIR, or /tmp outside Bazel's tests.
 std::string TestTempDirOrTmp();
 // The whole file at `path` ("" when unreadable).

@@ -240,10 +240,9 @@ TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   EXPECT_NE(shard.Log(a).find("fenced"), std::string::npos) << shard.Log(a);
   // A fenced replica exits (code 3) for its supervisor to restart it as a
   // new backup; until then it refused every request.
-  absl::StatusOr<int> exited = shard.replica(a)->CloseAndWait(absl::Seconds(10));
-  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(a);
-  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-      << "wait status " << *exited << "\n" << shard.Log(a);
+  const absl::Status exited =
+      WaitForFencedExit(shard.replica(a), absl::Seconds(10));
+  EXPECT_TRUE(exited.ok()) << exited << "\n" << shard.Log(a);
   // Nothing diverged and nothing was lost or applied twice.
   absl::StatusOr<std::vector<float>> values = Pull(client.get());
   ASSERT_TRUE(values.ok()) << values.status();
@@ -278,11 +277,9 @@ TEST(ReplicatedShardTest, PausedBackupIsDroppedAfterTheAckTimeoutAndExits) {
       << shard.Log(a);
 
   ASSERT_TRUE(shard.replica(b)->Signal(SIGCONT).ok());
-  absl::StatusOr<int> exited =
-      shard.replica(b)->CloseAndWait(absl::Seconds(15));
-  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << shard.Log(b);
-  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3)
-      << "wait status " << *exited << "\n" << shard.Log(b);
+  const absl::Status exited =
+      WaitForFencedExit(shard.replica(b), absl::Seconds(15));
+  EXPECT_TRUE(exited.ok()) << exited << "\n" << shard.Log(b);
   EXPECT_NE(shard.Log(b).find("the primary dropped this backup from "
                                "in_sync"),
             std::string::npos)
