@@ -808,14 +808,29 @@ absl::Status ClientImpl::Barrier() {
     r.set_session_id(client_id_);
   }
   std::vector<proto::BarrierResponse> responses;
-  // No deadline: a barrier waits for the slowest worker, however long.
-  return FirstError(CallAll(
-      "Barrier", absl::InfiniteDuration(), /*wait_for_ready=*/false, requests,
-      &responses,
-      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
-         const proto::BarrierRequest& request, grpc::CompletionQueue* cq) {
-        return stub->PrepareAsyncBarrier(context, request, cq);
-      }));
+  // No deadline: a barrier waits for the slowest worker, however long. A
+  // call cut by its server's death (or answered by a replica that is not
+  // primary) fails UNAVAILABLE / CANCELLED; arriving again is idempotent
+  // (shards whose barrier completed answer at once), so the call is
+  // repeated with backoff for up to the RPC timeout after such a failure.
+  RetryBackoff backoff = RetryBackoff::Reconnect(options_.client);
+  absl::Time deadline = absl::InfiniteFuture();
+  while (true) {
+    const absl::Status status = FirstError(CallAll(
+        "Barrier", absl::InfiniteDuration(), /*wait_for_ready=*/false,
+        requests, &responses,
+        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+           const proto::BarrierRequest& request, grpc::CompletionQueue* cq) {
+          return stub->PrepareAsyncBarrier(context, request, cq);
+        }));
+    if (!absl::IsUnavailable(status) && !absl::IsCancelled(status)) {
+      return status;
+    }
+    if (deadline == absl::InfiniteFuture()) {
+      deadline = absl::Now() + RpcTimeout(options_);
+    }
+    if (!backoff.Wait(deadline)) return status;
+  }
 }
 
 absl::StatusOr<int64_t> ClientImpl::Rejoin() {

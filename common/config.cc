@@ -573,13 +573,12 @@ absl::Status ReadTables(const YamlReader& r, const YamlField& f,
 }
 
 // What a replicated cluster cannot keep yet (server/replication/DESIGN.md,
-// section 11): only pushes are replicated, so a sync / ssp table's steps and
-// worker clocks would differ on a new primary, and every replica of a shard
-// would write the same checkpoint files. Refused here rather than lost later.
-// `checkpoint_dir` is the field that sets server.checkpoint_dir, if any.
-absl::Status CheckReplicatedTables(const YamlReader& r, const YamlSection& root,
-                                   const ClusterConfig& config,
-                                   const std::optional<YamlField>& checkpoint_dir) {
+// section 11): every replica of a shard would write the same checkpoint
+// files. Refused here rather than clobbered later. `checkpoint_dir` is the
+// field that sets server.checkpoint_dir, if any.
+absl::Status CheckReplicatedCheckpoints(
+    const YamlReader& r, const ClusterConfig& config,
+    const std::optional<YamlField>& checkpoint_dir) {
   if (config.replication.factor <= 1) return absl::OkStatus();
   if (checkpoint_dir.has_value() && !config.server.checkpoint_dir.empty()) {
     return r.Error(checkpoint_dir->mark(), checkpoint_dir->path,
@@ -588,22 +587,6 @@ absl::Status CheckReplicatedTables(const YamlReader& r, const YamlSection& root,
                    "shard's files; the replicas themselves hold the copies)",
                    "remove server.checkpoint_dir, or set "
                    "replication.factor: 1");
-  }
-  const YamlField* tables = root.Get("tables");
-  for (size_t i = 0; i < config.tables.size(); ++i) {
-    if (config.tables[i].consistency == Consistency::kAsync) continue;
-    YAML::Mark mark = tables->mark();
-    const YAML::Node item = tables->node[i];
-    for (auto it = item.begin(); it != item.end(); ++it) {
-      if (it->first.Scalar() == "consistency") mark = it->second.Mark();
-    }
-    return r.Error(
-        mark, absl::StrCat("tables[", i, "].consistency"),
-        absl::StrCat("table '", config.tables[i].name, "' is ",
-                     ConsistencyName(config.tables[i].consistency),
-                     ", but replication.factor > 1 keeps only async tables "
-                     "(sync steps and worker clocks are not replicated yet)"),
-        "set consistency: async, or replication.factor: 1");
   }
   return absl::OkStatus();
 }
@@ -636,8 +619,8 @@ absl::Status CheckCrossSection(const YamlReader& r, const YamlSection& root,
                    "lower client.heartbeat_interval_ms or raise "
                    "server.heartbeat_timeout_ms");
   }
-  return CheckReplicatedTables(r, root, config,
-                               field_in("server", "checkpoint_dir"));
+  return CheckReplicatedCheckpoints(r, config,
+                                    field_in("server", "checkpoint_dir"));
 }
 
 const SectionSpec<ClusterConfig>& TopLevel() {

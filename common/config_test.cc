@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "gtest/gtest.h"
 
@@ -862,22 +863,18 @@ TEST(ConfigTest, ReplicationWithoutEtcdIsAnErrorAtTheSection) {
 constexpr char kReplicated[] =
     "replication: {factor: 2, etcd_endpoints: [\"127.0.0.1:2379\"]}\n";
 
-TEST(ConfigTest, ReplicationRefusesSyncTablesAtTheirConsistencyKey) {
-  EXPECT_EQ(ErrorOf(OneTable("    consistency: sync\n") + kReplicated),
-            "bad.yaml:7:18: tables[0].consistency: table 'w' is sync, but "
-            "replication.factor > 1 keeps only async tables (sync steps and "
-            "worker clocks are not replicated yet); set consistency: async, "
-            "or replication.factor: 1");
-  EXPECT_EQ(ErrorOf(OneTable("    consistency: ssp\n"
-                             "    staleness: 2\n") +
-                    kReplicated),
-            "bad.yaml:7:18: tables[0].consistency: table 'w' is ssp, but "
-            "replication.factor > 1 keeps only async tables (sync steps and "
-            "worker clocks are not replicated yet); set consistency: async, "
-            "or replication.factor: 1");
-  EXPECT_EQ(ParseOk(OneTable("    consistency: async\n") + kReplicated)
-                .replication.factor,
-            2);
+TEST(ConfigTest, ReplicationKeepsTablesOfEveryConsistency) {
+  for (const char* consistency : {"async", "sync", "ssp"}) {
+    const ClusterConfig config = ParseOk(
+        OneTable(absl::StrCat("    consistency: ", consistency, "\n",
+                              std::string(consistency) == "ssp"
+                                  ? "    staleness: 2\n"
+                                  : "")) +
+        kReplicated);
+    EXPECT_EQ(config.replication.factor, 2) << consistency;
+    EXPECT_EQ(ConsistencyName(config.tables[0].consistency),
+              std::string(consistency));
+  }
 }
 
 TEST(ConfigTest, ReplicationRefusesACheckpointDirectory) {

@@ -88,6 +88,8 @@ void ParameterServerProcess::CreateReplica() {
                 role == replication::ReplicaNode::Role::kBackup);
       });
   replication::ReplicaNode* replica = replica_.get();
+  service_->SetControlAdmission(
+      [replica] { return replica->ControlAdmission(); });
   data_streams_->set_submit_hook(
       [replica](std::shared_ptr<const DataRequestView> request,
                 Shard::DataDone done) {

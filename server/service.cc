@@ -31,7 +31,8 @@ template <typename Request, typename Response, typename RequestMethod>
 void ParameterServerService::Serve(ServerQueue* queue,
                                    RequestMethod request_method,
                                    void (ParameterServerService::*handler)(
-                                       const Request&, Response*, UnaryDone)) {
+                                       const Request&, Response*, UnaryDone),
+                                   bool membership) {
   UnaryMethod<Request, Response> method;
   method.request = [this, request_method](
                        grpc::ServerContext* context, Request* request,
@@ -39,12 +40,19 @@ void ParameterServerService::Serve(ServerQueue* queue,
                        grpc::ServerCompletionQueue* cq, void* tag) {
     (this->*request_method)(context, request, writer, cq, cq, tag);
   };
-  method.handle = [this, handler](const grpc::ServerContext& context,
-                                  const Request& request, Response* response,
-                                  UnaryDone done) {
+  method.handle = [this, handler, membership](
+                      const grpc::ServerContext& context,
+                      const Request& request, Response* response,
+                      UnaryDone done) {
     if (absl::Status auth = CheckAuth(context); !auth.ok()) {
       done(ToGrpcStatus(auth));
       return;
+    }
+    if (membership && control_admission_) {
+      if (absl::Status admitted = control_admission_(); !admitted.ok()) {
+        done(ToGrpcStatus(admitted));
+        return;
+      }
     }
     (this->*handler)(request, response, std::move(done));
   };
@@ -55,11 +63,13 @@ void ParameterServerService::ServeUnaryMethods(ServerQueue* queue) {
   using S = ParameterServerService;
   Serve(queue, &S::RequestGetShardInfo, &S::HandleGetShardInfo);
   Serve(queue, &S::RequestCreateTable, &S::HandleCreateTable);
-  Serve(queue, &S::RequestRegisterWorker, &S::HandleRegisterWorker);
-  Serve(queue, &S::RequestHeartbeat, &S::HandleHeartbeat);
-  Serve(queue, &S::RequestClock, &S::HandleClock);
-  Serve(queue, &S::RequestBarrier, &S::HandleBarrier);
-  Serve(queue, &S::RequestLeave, &S::HandleLeave);
+  constexpr bool kMembership = true;
+  Serve(queue, &S::RequestRegisterWorker, &S::HandleRegisterWorker,
+        kMembership);
+  Serve(queue, &S::RequestHeartbeat, &S::HandleHeartbeat, kMembership);
+  Serve(queue, &S::RequestClock, &S::HandleClock, kMembership);
+  Serve(queue, &S::RequestBarrier, &S::HandleBarrier, kMembership);
+  Serve(queue, &S::RequestLeave, &S::HandleLeave, kMembership);
   Serve(queue, &S::RequestGetStats, &S::HandleGetStats);
   Serve(queue, &S::RequestCheckpoint, &S::HandleCheckpoint);
   ExportMethod exporting;

@@ -15,6 +15,7 @@
 #ifndef PS_SERVER_SERVICE_H_
 #define PS_SERVER_SERVICE_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -64,6 +65,15 @@ class ParameterServerService final : public ParameterServerAsyncBase {
     checkpointer_ = checkpointer;
   }
 
+  // Replicated shards: asked before each worker membership call
+  // (RegisterWorker, Heartbeat, Clock, Barrier, Leave); a non-OK answer is
+  // the call's answer (a replica that is not primary: UNAVAILABLE, so the
+  // worker asks the primary). Empty (the default): every call is served.
+  // REQUIRES: set before serving.
+  void SetControlAdmission(std::function<absl::Status()> admission) {
+    control_admission_ = std::move(admission);
+  }
+
   // Serves every method but DataStream on `queue` from now on (ExportTable:
   // server/export_call.h). Call once, after the server was built
   // (BuildAndStart).
@@ -71,11 +81,13 @@ class ParameterServerService final : public ParameterServerAsyncBase {
 
  private:
   // Serves one method: `request_method` is the generated Request<Method>,
-  // `handler` runs once the bearer token checked out.
+  // `handler` runs once the bearer token checked out (and, for a
+  // `membership` method, the control admission).
   template <typename Request, typename Response, typename RequestMethod>
   void Serve(ServerQueue* queue, RequestMethod request_method,
              void (ParameterServerService::*handler)(const Request&, Response*,
-                                                     UnaryDone));
+                                                     UnaryDone),
+             bool membership = false);
 
   // The handlers (see ps.proto for each method's contract).
   void HandleGetShardInfo(const proto::ShardInfoRequest& request,
@@ -103,6 +115,7 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   Shard* const shard_;
   const std::string expected_authorization_;  // "" = no token required
   Checkpointer* checkpointer_ = nullptr;      // set before serving
+  std::function<absl::Status()> control_admission_;  // set before serving
 };
 
 }  // namespace ps

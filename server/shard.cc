@@ -14,6 +14,13 @@
 namespace ps {
 namespace {
 
+// Logged when a worker's request tells its clock to a registry that did not
+// know it (WorkerRegistry::CatchUp).
+constexpr char kCaughtUp[] =
+    "ahead of what this shard's registry knew (restored from a checkpoint, "
+    "or a new primary of a replicated shard); caught up (steps the tables "
+    "lack are skipped, applied empty)";
+
 proto::DataResponse ErrorResponse(const DataRequestView& request,
                                   const absl::Status& status) {
   proto::DataResponse response;
@@ -299,9 +306,8 @@ void Shard::Clock(const proto::ClockRequest& request,
     return;
   }
   if (registry_.CatchUp(worker_id, clock - 1)) {
-    spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
-                 "caught up (steps this shard lost are skipped)",
-                 shard_index_, worker_id, clock - 1);
+    spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
+                 worker_id, clock - 1, kCaughtUp);
   }
   absl::StatusOr<int64_t> advanced = registry_.AdvanceClock(
       worker_id, request.session_id(), clock, absl::Now());
@@ -327,8 +333,12 @@ void Shard::AdvanceSteps() {
     if (!table->policy().HasSteps() || table->steps() >= floor) continue;
     // Only the open step can hold pushes; its members are the workers
     // taking part in it (not one admitted past it).
-    absl::StatusOr<int64_t> advanced = table->ApplyStepsUpTo(
-        floor, registry_.MembersOfStep(table->steps()));
+    const absl::flat_hash_set<uint32_t> members =
+        registry_.MembersOfStep(table->steps());
+    absl::StatusOr<int64_t> advanced =
+        step_sequencer_ != nullptr
+            ? step_sequencer_->CompleteSteps(*table, floor, members)
+            : table->ApplyStepsUpTo(floor, members);
     if (!advanced.ok()) {
       spdlog::error("shard {}: applying sync step of table '{}' failed: {}",
                     shard_index_, table->config().name,
@@ -336,6 +346,35 @@ void Shard::AdvanceSteps() {
     }
   }
   waits_.Notify();
+}
+
+absl::Status Shard::ApplyFollowedPush(const DataRequestView& push) {
+  ShardTable* table = FindTable(push.table_id);
+  if (table == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("table id ", push.table_id, " does not exist"));
+  }
+  RETURN_IF_ERROR(table->Validate(push));
+  proto::DataResponse unused;
+  return table->Execute(push, &unused);
+}
+
+absl::Status Shard::ApplyFollowedSteps(
+    uint32_t table_id, int64_t floor,
+    const absl::flat_hash_set<uint32_t>& members) {
+  ShardTable* table = FindTable(table_id);
+  if (table == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("table id ", table_id, " does not exist"));
+  }
+  RETURN_IF_ERROR(table->ApplyStepsUpTo(floor, members).status());
+  waits_.Notify();
+  return absl::OkStatus();
+}
+
+void Shard::RestartMembership(absl::Time now) {
+  registry_.Restart(now);
+  ScheduleAdvanceSteps();
 }
 
 void Shard::Barrier(const proto::BarrierRequest& request,
@@ -517,9 +556,8 @@ void Shard::ProcessData(
         registry_.Touch(worker, request->client_id, absl::Now());
     const bool live = membership == proto::MEMBERSHIP_MEMBER;
     if (live && registry_.CatchUp(worker, request->clock)) {
-      spdlog::info("shard {}: worker {} is at clock {}, ahead of this shard; "
-                   "caught up (steps this shard lost are skipped)",
-                   shard_index_, worker, request->clock);
+      spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
+                   worker, request->clock, kCaughtUp);
       // The lost steps are applied (empty) on the executor; waits wake then.
       executor_->Schedule([this] { AdvanceSteps(); });
     }

@@ -139,6 +139,43 @@ class Shard {
   void SubmitData(std::shared_ptr<const proto::DataRequest> request,
                   DataDone done);
 
+  // Replicated shards (server/replication/replica_node.h). Every sync step
+  // completion of this shard goes through the sequencer, which decides
+  // whether it is applied now: the primary applies it and forwards it to its
+  // backups in the same order as the pushes around it; a backup never does
+  // (its steps are the primary's, ApplyFollowedSteps).
+  class StepSequencer {
+   public:
+    virtual ~StepSequencer() = default;
+    // Table `table`'s steps below `floor` are complete with `members`
+    // (registry's MembersOfStep); apply them with table.ApplyStepsUpTo, or
+    // not. Called from AdvanceSteps (any thread; not under Shard locks).
+    virtual absl::StatusOr<int64_t> CompleteSteps(
+        ShardTable& table, int64_t floor,
+        const absl::flat_hash_set<uint32_t>& members) = 0;
+  };
+  // REQUIRES: before Start() and the first request; `sequencer` outlives
+  // the Shard's use of it (null: steps are applied directly).
+  void set_step_sequencer(StepSequencer* sequencer) {
+    step_sequencer_ = sequencer;
+  }
+
+  // A backup's side of the same, entries from its primary. A push to a table
+  // with steps, as the primary applied it: executed on the table directly
+  // (no worker registry, no consistency wait: the primary's order already
+  // holds both). FAILED_PRECONDITION when its step was already applied here
+  // (it came in the primary's snapshot); the table's errors otherwise.
+  absl::Status ApplyFollowedPush(const DataRequestView& push);
+  // Steps the primary completed (`floor`, `members`: its CompleteSteps
+  // arguments). NOT_FOUND for an unknown table.
+  absl::Status ApplyFollowedSteps(uint32_t table_id, int64_t floor,
+                                  const absl::flat_hash_set<uint32_t>& members);
+  // A backup that becomes primary: worker membership starts over as after a
+  // restore at `now` (WorkerRegistry::Restart): the registry was not
+  // replicated, so every worker is pending, adopted by its next request and
+  // caught up to the clock that request carries.
+  void RestartMembership(absl::Time now);
+
   // One liveness check at `now` (the monitor calls it periodically): evicts
   // workers silent while the server ran (none after a stall of the server
   // itself), then applies the sync steps they no longer block; also
@@ -223,8 +260,9 @@ class Shard {
   bool stopping_ ABSL_GUARDED_BY(monitor_mu_) = false;
   std::thread monitor_ ABSL_GUARDED_BY(monitor_mu_);
 
-  // Set before serving (set_metrics), constant afterwards.
+  // Set before serving (set_metrics, set_step_sequencer), constant after.
   ServerMetrics* metrics_ = nullptr;
+  StepSequencer* step_sequencer_ = nullptr;
 };
 
 }  // namespace ps

@@ -488,6 +488,28 @@ absl::Status WorkerRegistry::ImportState(
   return absl::OkStatus();
 }
 
+void WorkerRegistry::Restart(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (Worker& w : workers_) {
+    Worker fresh;
+    fresh.clock = w.clock;
+    fresh.barriers_arrived = w.barriers_arrived;
+    fresh.clock_confirmed = false;
+    fresh.last_seen = now;
+    fresh.deadline = now + join_timeout_;
+    w = std::move(fresh);
+  }
+  last_check_ = now;
+  job_known_ = false;
+  job_start_clock_ = -1;
+  adopt_sessions_ = true;
+  // Recomputed from the kept clocks, so it may go down: evictions seen by a
+  // backup, whose registry nobody talks to, prove nothing, and a floor
+  // raised by them would complete sync steps without their pushes.
+  floor_clock_ = std::numeric_limits<int64_t>::min();
+  Recompute();
+}
+
 void WorkerRegistry::FillStats(absl::Time now,
                                proto::StatsResponse* out) const {
   absl::MutexLock lock(&mu_);

@@ -231,6 +231,16 @@ class WorkerRegistry {
   absl::Status ImportState(const std::vector<WorkerState>& workers,
                            int64_t floor_clock, uint64_t barriers_completed);
 
+  // Starts over at `now` as a shard restored from its own state would
+  // (ImportState of ExportState's output in a new registry): every worker
+  // pending with a join deadline of now + join_timeout, sessions adopted
+  // from the next request, clocks kept but caught up by that request. A
+  // backup that becomes its shard's primary calls it (replication does not
+  // carry membership). The floor clock is recomputed from those clocks
+  // (the one exception to "never decreases": what its own monitor saw
+  // while nobody talked to it proves nothing).
+  void Restart(absl::Time now);
+
   // Fills the job fields and one WorkerStats per worker.
   void FillStats(absl::Time now, proto::StatsResponse* out) const;
 

@@ -342,6 +342,37 @@ TEST(WorkerRegistryTest, RestoredShardAdoptsTheJobAndTheRunningProcesses) {
   EXPECT_EQ(r->job_start_clock, -1);
 }
 
+TEST(WorkerRegistryTest, RestartMeetsTheWorkersAgainAsAfterARestore) {
+  // A backup's registry: the snapshot's, then nothing for a long time (its
+  // own monitor evicted everyone); it becomes primary at At(1000).
+  WorkerRegistry registry(2, absl::Milliseconds(100), absl::Milliseconds(100),
+                          kStart);
+  ASSERT_TRUE(
+      registry.ImportState({WorkerState{5, 1}, WorkerState{4, 1}}, 4, 1).ok());
+  size_t evicted = 0;
+  for (int t = 25; t <= 200; t += 25) {
+    evicted += registry.EvictExpired(At(t)).evicted.size();
+  }
+  ASSERT_EQ(evicted, 2u);
+  ASSERT_EQ(registry.LiveWorkers().size(), 0u);
+  ASSERT_EQ(registry.FloorClock(), 5);  // nobody counting: the highest
+  registry.Restart(At(1000));
+  // Pending again (counting, holding the floor) with a fresh join deadline,
+  // clocks kept, the floor recomputed from them (evictions by a registry
+  // nobody talked to must not complete steps without worker 1's push); the
+  // running processes are adopted by their next request and caught up to
+  // the clock it carries.
+  EXPECT_EQ(registry.LiveWorkers().size(), 2u);
+  EXPECT_EQ(registry.FloorClock(), 4);
+  EXPECT_EQ(registry.EvictExpired(At(1050)).evicted.size(), 0u);
+  EXPECT_EQ(registry.Touch(0, kA, At(1060)), proto::MEMBERSHIP_MEMBER);
+  EXPECT_EQ(registry.Touch(1, kB, At(1060)), proto::MEMBERSHIP_MEMBER);
+  EXPECT_TRUE(registry.CatchUp(0, 9));
+  EXPECT_TRUE(registry.CatchUp(1, 9));
+  EXPECT_EQ(registry.FloorClock(), 9);
+  EXPECT_EQ(registry.Touch(1, kC, At(1070)), proto::MEMBERSHIP_REPLACED);
+}
+
 TEST(WorkerRegistryTest, MinClockAlignsARejoinAcrossShards) {
   WorkerRegistry registry(2, absl::Milliseconds(100), absl::Milliseconds(100),
                           kStart);

@@ -130,9 +130,10 @@ absl::StatusOr<TrainResult> PsTrainLoop::Run() {
   if (chief_) RETURN_IF_ERROR(FinalEvaluation());
   result_.wall_s = clock_.seconds();
   sink_(absl::StrFormat(
-      "DONE worker=%d steps=%d samples=%d wall_s=%.3f samples_per_s=%.1f",
+      "DONE worker=%d steps=%d samples=%d wall_s=%.3f samples_per_s=%.1f "
+      "longest_step_ms=%.1f",
       options_.worker_index, result_.steps, result_.samples, result_.wall_s,
-      result_.samples_per_s));
+      result_.samples_per_s, result_.longest_step_s * 1e3));
   return result_;
 }
 
@@ -165,7 +166,10 @@ absl::Status PsTrainLoop::TrainFrom(int64_t* step) {
     Future* push;
   } wait_in_flight{&pull, &push};
   for (; *step < total_; ++*step) {
+    const double begin = clock_.seconds() - eval_s_;
     RETURN_IF_ERROR(TrainStep(*step, &pull, &push));
+    result_.longest_step_s =
+        std::max(result_.longest_step_s, clock_.seconds() - eval_s_ - begin);
   }
   return absl::OkStatus();
 }

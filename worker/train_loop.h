@@ -27,7 +27,11 @@
 //   EVAL worker=0 epoch=1 step=200 test_accuracy=0.8712 time_s=5.100
 //   FINAL worker=0 steps=1404 test_accuracy=0.8843 time_s=40.2
 //   DONE worker=0 steps=1404 samples=89856 wall_s=40.3 samples_per_s=2229.6
+//        longest_step_ms=12.5
 // `epoch` is 1-based; `step` counts this trainer's steps from 1.
+// longest_step_ms (ps_worker only; optional for other trainers): the
+// slowest step, pull to Clock(), evaluation excluded: a server's failover
+// or restart shows there as the trainer's longest stall.
 #ifndef PS_WORKER_TRAIN_LOOP_H_
 #define PS_WORKER_TRAIN_LOOP_H_
 
@@ -135,6 +139,7 @@ struct TrainResult {
   double wall_s = 0.0;      // training loop only (no data loading)
   double samples_per_s = 0.0;
   double final_loss = 0.0;  // mean loss of the last logging interval
+  double longest_step_s = 0.0;  // the slowest step, evaluation excluded
   double test_accuracy = -1.0;  // final; -1 when not evaluated
   // (time_s, test_accuracy) of every evaluation, in order.
   std::vector<std::pair<double, double>> evals;

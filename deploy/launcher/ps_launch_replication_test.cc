@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -26,16 +27,18 @@ namespace {
 // failover is a pause for the trainers), and the model trained. `out` is
 // the whole output, for failure messages.
 void ExpectTrainedWithOneServerRestart(const std::vector<std::string>& lines,
-                                       const std::string& out) {
+                                       const std::string& out,
+                                       const std::string& mode = "async") {
   EXPECT_EQ(CountMatching(lines, std::regex("\\[launch\\] restarts: 1 of "
                                             "servers, 0 of workers")),
             1)
       << out;
   const int result = FirstMatching(
-      lines, std::regex("RESULT model=softmax mode=async servers=2 workers=2 "
-                        "epochs=30 .* server_restarts=1"));
+      lines, std::regex("RESULT model=softmax mode=" + mode +
+                        " servers=2 workers=2 epochs=30 .* server_restarts=1"));
   ASSERT_GE(result, 0) << out;
   EXPECT_GT(TestAccuracy(lines[result]), 0.8) << lines[result];
+  std::printf("%s\n", lines[result].c_str());
 }
 
 TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
@@ -126,20 +129,32 @@ TEST(PsLaunchReplicationTest, PausedReplicaExitsAndRejoinsAfterItsRestart) {
   ExpectTrainedWithOneServerRestart(lines, out);
 }
 
-// What a replicated cluster cannot keep yet is refused before anything
-// starts, naming the table and the fix.
-TEST(PsLaunchReplicationTest, SyncTableWithReplicationIsAUsageError) {
+// Sync training (issue 18): shard 0's primary is SIGKILLed mid-job; the
+// backup, which applied every step and every acknowledged push of the open
+// one in the primary's order, takes over. The job finishes without a
+// worker restart, the model is as trained as without the kill, and each
+// worker reports its longest stall (DONE ... longest_step_ms).
+TEST(PsLaunchReplicationTest, SyncTrainingSurvivesTheKilledPrimary) {
   const std::string dir = TempDir();
-  LaunchRun run = RunLaunch(absl::StrCat(
-      "--config=", WriteConfig(dir), " --set=replication.factor=2"));
-  EXPECT_EQ(run.exit_code, 2) << Joined(run);
-  EXPECT_NE(Joined(run).find(
-                "tables[0].consistency: table 'w' is sync, but "
-                "replication.factor > 1 keeps only async tables (sync steps "
-                "and worker clocks are not replicated yet); set consistency: "
-                "async, or replication.factor: 1"),
-            std::string::npos)
-      << Joined(run);
+  BackgroundLaunch launch(
+      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
+       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=sync",
+       "--set=replication.factor=2", "--kill_server=0", "--kill_after_s=1",
+       "--worker_flags=--log_every_steps=10"});
+  ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
+  const std::vector<std::string>& lines = launch.lines();
+  const std::string out = launch.Joined();
+  const int kill = FirstMatching(
+      lines, std::regex("\\[launch\\] chaos: SIGKILL server 0\\.[01] .*"));
+  ASSERT_GE(kill, 0) << out;
+  ExpectTrainedWithOneServerRestart(lines, out, "sync");
+  for (int w = 0; w < 2; ++w) {
+    const int done = FirstMatching(
+        lines, std::regex(absl::StrCat("\\[worker ", w, "\\] DONE worker=", w,
+                                       " .* longest_step_ms=[0-9.]+")));
+    ASSERT_GE(done, 0) << out;
+    std::printf("%s\n", lines[done].c_str());
+  }
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
       cluster_id_(ClusterIdOf(config)),
       shard_(shard),
       on_fenced_(std::move(on_fenced)),
-      on_role_(std::move(on_role)) {}
+      on_role_(std::move(on_role)) {
+  shard_->set_step_sequencer(this);
+}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -108,6 +110,14 @@ void ReplicaNode::Stop() {
 void ReplicaNode::Wake() {
   absl::MutexLock lock(&mu_);
   wake_ = true;
+}
+
+absl::Status ReplicaNode::ControlAdmission() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ == Role::kPrimary) return absl::OkStatus();
+  }
+  return absl::UnavailableError(NotPrimaryMessage());
 }
 
 std::string ReplicaNode::NotPrimaryMessage() const {
@@ -220,6 +230,16 @@ void ReplicaNode::TryActivate(int64_t term) {
       return;
     }
   }
+  bool followed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ == Role::kFenced) return;
+    followed = role_ == Role::kBackup;
+  }
+  // The workers' registry was not replicated: they are met as by a shard
+  // restored from a checkpoint (adopted and caught up by their next
+  // requests), before any of their requests is served here.
+  if (followed) shard_->RestartMembership(absl::Now());
   {
     absl::MutexLock lock(&mu_);
     if (role_ == Role::kFenced) return;

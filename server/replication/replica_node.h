@@ -2,9 +2,12 @@
 // shard's primary through etcd (Elector), and runs primary-backup
 // replication of the shard's ordered push stream (replication.proto).
 // server/replication/DESIGN.md is the design; this is its first slice:
-// pushes (and PUSH_PULLs) of any table, R replicas, state transfer for a
-// joining backup. Membership RPCs (register / heartbeat / clock / barrier)
-// are NOT replicated yet, so sync / ssp tables are not safe to replicate.
+// pushes (and PUSH_PULLs) of any table and the sync steps the primary
+// completes, R replicas, state transfer for a joining backup. Worker
+// membership (register / heartbeat / clock / barrier) is not replicated: a
+// new primary meets the workers as a shard restored from a checkpoint does
+// (Shard::RestartMembership), and a replica that is not primary refuses
+// those RPCs (ControlAdmission) so that no worker's clock lands on a backup.
 //
 // Roles of this process for its shard:
 //   starting   etcd not answered yet / waiting for a leader / receiving
@@ -44,10 +47,17 @@
 // "shard <i>: replica <id> is not primary (primary: <addr>, term <t>)".
 //
 // Ordering: Submit must be called from one thread at a time in arrival order
-// (the server's single completion-queue thread, server/server_queue.h): a
-// push's seq order is then its local apply order for requests applied
-// inline; larger requests run on the shard's executor and may apply out of
-// order on any replica (they commute only for async SGD-like updates).
+// (the server's single completion-queue thread, server/server_queue.h). A
+// push to a table without steps (async, ssp) is sequenced on arrival: its
+// seq order is its local apply order for requests applied inline; larger
+// requests run on the shard's executor and may apply out of order on any
+// replica (they commute only for async SGD-like updates). A push to a sync
+// table is sequenced once the primary applied it (it may have waited for
+// its step), and each step completion is sequenced under the same lock
+// while it is applied (CompleteSteps), so a backup replays a sync table's
+// pushes and steps in exactly the primary's order. A snapshot leaves open
+// steps out; their pushes, kept per table until the step completes, follow
+// it as the Follow stream's replay.
 //
 // Thread safety: thread-safe. Owns a control thread (role changes, etcd
 // writes) and a follow thread (backup side); the Follow service runs on
@@ -65,7 +75,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
@@ -79,11 +91,14 @@
 
 namespace ps::replication {
 
-class ReplicaNode final : public Replication::Service {
+class ReplicaNode final : public Replication::Service,
+                          public Shard::StepSequencer {
  public:
   enum class Role { kStarting, kBackup, kPrimary, kFenced };
 
-  // `shard` outlives the node. Nothing runs before Start().
+  // `shard` outlives the node; the node is its step sequencer from here on
+  // (a replica applies sync steps only as primary). Nothing else runs
+  // before Start().
   // `on_fenced` (may be empty) runs once when this replica is fenced, on
   // the thread that fenced it, after the waiting pushes failed and it
   // resigned: ps_server then exits (code 3) so that its supervisor restarts
@@ -110,6 +125,19 @@ class ReplicaNode final : public Replication::Service {
   Role role() const;
   static const char* RoleName(Role role);
 
+  // Whether worker membership RPCs (register, heartbeat, clock, barrier,
+  // leave) may be served here: OK on the primary; UNAVAILABLE naming the
+  // primary otherwise (the worker asks again and reaches the primary).
+  absl::Status ControlAdmission() const;
+
+  // Shard::StepSequencer: on the primary, applies the steps and forwards
+  // them to the backups, atomically with respect to the sequencer (mu_); a
+  // replica that is not primary applies nothing (returns 0).
+  absl::StatusOr<int64_t> CompleteSteps(
+      ShardTable& table, int64_t floor,
+      const absl::flat_hash_set<uint32_t>& members) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Replication::Service: a backup follows this primary.
   grpc::Status Follow(
       grpc::ServerContext* context,
@@ -120,10 +148,12 @@ class ReplicaNode final : public Replication::Service {
   struct Link;  // one backup's stream (primary side)
 
   // Primary side: registers `link` (a new backup) and snapshots the shard
-  // for it at the current sequence number, which *first gets with the term.
+  // for it at the current sequence number, which *first gets with the term;
+  // *replay gets the pushes of open sync steps, which the copy leaves out.
   // FAILED_PRECONDITION when not primary; INTERNAL when the snapshot failed.
   absl::StatusOr<ShardState> AttachLink(const std::shared_ptr<Link>& link,
-                                        FollowMessage* first)
+                                        FollowMessage* first,
+                                        std::vector<Entry>* replay)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Primary side: applies a backup's acks until its stream ends.
   void ReadAcks(const std::shared_ptr<Link>& link,
@@ -153,6 +183,23 @@ class ReplicaNode final : public Replication::Service {
   // A push's local apply completed.
   void OnLocalApplied(uint64_t seq, proto::DataResponse response)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A push to a sync table was applied locally (response): sequences and
+  // forwards it, then answers through `done` once the backups acknowledged.
+  void SequenceApplied(const std::shared_ptr<const DataRequestView>& request,
+                       proto::DataResponse response, Shard::DataDone done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues `entry` to every link and marks each as owing its ack; returns
+  // how many acks the entry waits for (broken links included: see Submit).
+  int ForwardLocked(Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `table_id` names a table with sync steps.
+  bool HasSteps(uint32_t table_id) const;
+  // Keeps a sync push applied in its table's open step for the replay of
+  // a backup that attaches before the step completes.
+  void KeepOpenStepPushLocked(uint32_t table_id, const Entry& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The kept pushes of every open step, in seq order (AttachLink).
+  std::vector<Entry> OpenStepPushesLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers ops whose acks are all in (a pull without etcd runs now).
   void Finish(std::vector<std::shared_ptr<Op>> ops) ABSL_LOCKS_EXCLUDED(mu_);
   // One control-loop step of a starting replica or a backup that is not
@@ -189,6 +236,11 @@ class ReplicaNode final : public Replication::Service {
   // Applies the message's entries in order and waits until all are applied;
   // returns the last seq applied.
   absl::StatusOr<uint64_t> ApplyEntries(const FollowMessage& message);
+  // A sync table's push (`request`, entry `entry`) or step entry, applied
+  // in order on the follow thread.
+  absl::Status ApplySyncPush(const DataRequestView& request,
+                             const Entry& entry) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ApplySteps(const Steps& steps) ABSL_LOCKS_EXCLUDED(mu_);
   void Fence(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // One fewer ack awaited for `seq`; completes the op when none are left.
   void ArriveLocked(uint64_t seq, std::vector<std::shared_ptr<Op>>* done)
@@ -235,6 +287,13 @@ class ReplicaNode final : public Replication::Service {
   std::map<uint64_t, std::shared_ptr<Op>> waiting_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Link>> links_ ABSL_GUARDED_BY(mu_);
   bool in_sync_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  // Per sync table: the pushes of its open step (KeepOpenStepPushLocked),
+  // and the floor of the last steps entry (a push of an older step after
+  // it means the backups missed it: they are dropped, see SequenceApplied).
+  // Both kept on backups too, for when they become primary.
+  std::map<uint32_t, std::vector<Entry>> open_step_pushes_
+      ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, int64_t> step_floor_ ABSL_GUARDED_BY(mu_);
   // Backup: the follow thread was started (a replica follows once).
   bool follow_ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time follow_ended_at_ ABSL_GUARDED_BY(mu_);

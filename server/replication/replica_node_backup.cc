@@ -164,6 +164,16 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
           RestoreSnapshot(snapshot, message.snapshot_seq(), message.term()));
       restored = true;
       std::string().swap(snapshot);
+      // The open sync steps' pushes, which the copy leaves out.
+      for (const Entry& entry : message.replay()) {
+        DataRequestView push;
+        if (!DecodeDataRequest(entry.data_request(), &push).ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "replayed entry ", entry.seq(), " is not a DataRequest"));
+        }
+        push.op = proto::PUSH;  // as in ApplyEntries
+        RETURN_IF_ERROR(ApplySyncPush(push, entry));
+      }
     }
     absl::StatusOr<uint64_t> applied = ApplyEntries(message);
     if (!applied.ok()) {
@@ -214,6 +224,11 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
       return absl::DataLossError(absl::StrCat("entry ", entry.seq(), " after ",
                                               applied, " (a gap)"));
     }
+    if (entry.has_steps()) {
+      RETURN_IF_ERROR(ApplySteps(entry.steps()));
+      applied = entry.seq();
+      continue;
+    }
     if (entry.data_request().empty()) {
       applied = entry.seq();  // a barrier (a pull without etcd): ack only
       continue;
@@ -225,11 +240,19 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
       return absl::DataLossError(
           absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
     }
-    // Membership is not replicated (only async tables are): entries update
-    // the parameters and the dedup window but not the worker registry, so a
-    // new primary meets the workers as a restarted shard does (they are
-    // adopted and caught up at their clocks) instead of with a registry
-    // half-learnt from pushes.
+    // A PUSH_PULL's pull half was answered by the primary; here it would
+    // only cost time, or wait (ssp: on a registry nobody updates here).
+    request->op = proto::PUSH;
+    if (HasSteps(request->table_id)) {
+      // In the primary's order with its steps: applied here, now.
+      RETURN_IF_ERROR(ApplySyncPush(*request, entry));
+      applied = entry.seq();
+      continue;
+    }
+    // Membership is not replicated: entries update the parameters and the
+    // dedup window but not the worker registry, so a new primary meets the
+    // workers as a restarted shard does (they are adopted and caught up at
+    // their clocks) instead of with a registry half-learnt from pushes.
     request->worker_id = -1;
     {
       absl::MutexLock lock(&mu_);
@@ -250,6 +273,40 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
   mu_.Await(absl::Condition(&drained));
   applied_seq_ = applied;
   return applied;
+}
+
+absl::Status ReplicaNode::ApplySyncPush(const DataRequestView& request,
+                                        const Entry& entry) {
+  const absl::Status s = shard_->ApplyFollowedPush(request);
+  const ShardTable* table = shard_->FindTableById(request.table_id);
+  if (absl::IsFailedPrecondition(s) && table != nullptr &&
+      request.clock < table->steps()) {
+    // Its step was applied before the snapshot was copied (a push applied
+    // before the copy and sequenced after it): the copy has it.
+    return absl::OkStatus();
+  }
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "entry ", entry.seq(), " (a push to sync table ", request.table_id,
+        " for step ", request.clock, ") failed here though the primary "
+        "applied it: ", s.message()));
+  }
+  if (table != nullptr && request.clock == table->steps()) {
+    absl::MutexLock lock(&mu_);
+    KeepOpenStepPushLocked(request.table_id, entry);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaNode::ApplySteps(const Steps& steps) {
+  const absl::flat_hash_set<uint32_t> members(steps.members().begin(),
+                                              steps.members().end());
+  RETURN_IF_ERROR(
+      shard_->ApplyFollowedSteps(steps.table_id(), steps.floor(), members));
+  absl::MutexLock lock(&mu_);
+  step_floor_[steps.table_id()] = steps.floor();
+  open_step_pushes_.erase(steps.table_id());
+  return absl::OkStatus();
 }
 
 }  // namespace ps::replication

@@ -82,15 +82,20 @@ class StringSink final : public CheckpointSink {
 };
 
 // Sends `snapshot` in pieces of kSnapshotChunkBytes, each a copy of
-// `header` (term, snapshot_seq) with its piece; false when a write failed.
+// `header` (term, snapshot_seq) with its piece, the last one with `replay`;
+// false when a write failed.
 bool WriteSnapshot(
     const FollowMessage& header, const std::string& snapshot,
+    std::vector<Entry> replay,
     grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
   for (size_t at = 0; at == 0 || at < snapshot.size();
        at += kSnapshotChunkBytes) {
     FollowMessage piece = header;
     piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
     piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
+    if (piece.snapshot_last()) {
+      for (Entry& e : replay) *piece.add_replay() = std::move(e);
+    }
     if (!stream->Write(piece)) return false;
   }
   return true;
@@ -118,6 +123,8 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       term.has_value() ? RoleState() : elector_->state();
   const uint64_t request_id = request->request_id;
   const bool push = IsPush(request->op);
+  // Sequenced once applied (SequenceApplied), not here.
+  const bool sync_push = push && HasSteps(request->table_id);
   // A barrier (empty) for a pull served without etcd: see below. Moved into
   // the last link's queue (copied for the others).
   std::string entry = push ? SerializeView(*request) : std::string();
@@ -138,6 +145,8 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       // other replica can have been elected.
     } else if (without_etcd && AnyLinkBrokenLocked()) {
       refused = WithoutEtcdMessageLocked();
+    } else if (sync_push) {
+      // Applied first (it may wait for its step), sequenced then.
     } else {
       // A push; or a pull without etcd, sequenced as a barrier: it is
       // served once every backup acknowledged it, i.e. still followed this
@@ -147,28 +156,10 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       op->done = std::move(done);
       op->remaining = push ? 1 : 0;
       if (!push) op->pull = request;
-      size_t sending = std::count_if(
-          links_.begin(), links_.end(),
-          [](const std::shared_ptr<Link>& l) { return !l->broken; });
-      for (const std::shared_ptr<Link>& link : links_) {
-        // A broken link is waited for too, though nothing is sent to it:
-        // its backup may still be in etcd's in_sync set, and so be elected
-        // next, until PublishInSync removed it (which releases its waits).
-        // Acknowledging without it before that could lose the push.
-        if (!link->broken) {
-          if (link->acked == link->last_enqueued) link->progress = absl::Now();
-          Entry e;
-          e.set_seq(seq);
-          if (--sending == 0) {
-            e.set_data_request(std::move(entry));
-          } else {
-            e.set_data_request(entry);
-          }
-          link->queue.push_back(std::move(e));
-        }
-        link->last_enqueued = seq;
-        ++op->remaining;
-      }
+      Entry e;
+      e.set_seq(seq);
+      e.set_data_request(std::move(entry));
+      op->remaining += ForwardLocked(std::move(e));
       if (op->remaining > 0) waiting_.emplace(seq, op);
       if (push) ++local_in_flight_;
       sequenced = seq;
@@ -179,6 +170,11 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
                        NotPrimaryMessage()));
   } else if (!refused.empty()) {
     done(ErrorResponse(request_id, absl::StatusCode::kUnavailable, refused));
+  } else if (sync_push) {
+    shard_->SubmitData(request, [this, request, done = std::move(done)](
+                                    proto::DataResponse r) mutable {
+      SequenceApplied(request, std::move(r), std::move(done));
+    });
   } else if (sequenced == 0) {
     shard_->SubmitData(std::move(request), std::move(done));  // leased pull
   } else if (push) {
@@ -189,6 +185,133 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   } else if (op->remaining == 0) {
     Finish({op});  // a barrier with no backup to wait for
   }
+}
+
+int ReplicaNode::ForwardLocked(Entry entry) {
+  const uint64_t seq = entry.seq();
+  size_t sending = std::count_if(
+      links_.begin(), links_.end(),
+      [](const std::shared_ptr<Link>& l) { return !l->broken; });
+  int acks = 0;
+  for (const std::shared_ptr<Link>& link : links_) {
+    // A broken link is waited for too, though nothing is sent to it: its
+    // backup may still be in etcd's in_sync set, and so be elected next,
+    // until PublishInSync removed it (which releases its waits).
+    // Acknowledging without it before that could lose the push.
+    if (!link->broken) {
+      if (link->acked == link->last_enqueued) link->progress = absl::Now();
+      if (--sending == 0) {
+        link->queue.push_back(std::move(entry));  // the last copy
+      } else {
+        link->queue.push_back(entry);
+      }
+    }
+    link->last_enqueued = seq;
+    ++acks;
+  }
+  return acks;
+}
+
+bool ReplicaNode::HasSteps(uint32_t table_id) const {
+  const ShardTable* table = shard_->FindTableById(table_id);
+  return table != nullptr && table->policy().HasSteps();
+}
+
+void ReplicaNode::KeepOpenStepPushLocked(uint32_t table_id,
+                                         const Entry& entry) {
+  open_step_pushes_[table_id].push_back(entry);
+}
+
+std::vector<Entry> ReplicaNode::OpenStepPushesLocked() const {
+  std::vector<Entry> pushes;
+  for (const auto& [table, entries] : open_step_pushes_) {
+    pushes.insert(pushes.end(), entries.begin(), entries.end());
+  }
+  std::sort(pushes.begin(), pushes.end(),
+            [](const Entry& a, const Entry& b) { return a.seq() < b.seq(); });
+  return pushes;
+}
+
+void ReplicaNode::SequenceApplied(
+    const std::shared_ptr<const DataRequestView>& request,
+    proto::DataResponse response, Shard::DataDone done) {
+  // Refused (a step not open, a bad request): nothing changed, nothing to
+  // replicate.
+  if (response.status_code() != 0) {
+    done(std::move(response));
+    return;
+  }
+  Entry entry;
+  entry.set_data_request(SerializeView(*request));
+  auto op = std::make_shared<Op>();
+  op->done = std::move(done);
+  op->response = std::move(response);
+  bool lost = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (role_ != Role::kPrimary || stopping_) {
+      lost = true;
+    } else {
+      const uint32_t table = request->table_id;
+      auto floor = step_floor_.find(table);
+      if (floor != step_floor_.end() && request->clock < floor->second) {
+        // Its step completed (a member evicted or gone meanwhile) and was
+        // forwarded before this push: the backups' copy of that step lacks
+        // it. They are dropped from in_sync and rejoin with a snapshot.
+        spdlog::error(
+            "shard {}: a push to table {} for step {} was applied just before "
+            "the step completed and is forwarded after it; dropping every "
+            "backup (they rejoin with a snapshot)",
+            shard_->shard_index(), table, request->clock);
+        for (const std::shared_ptr<Link>& link : links_) {
+          link->broken = true;
+          if (link->context != nullptr) link->context->TryCancel();
+        }
+        in_sync_dirty_ = true;
+        wake_ = true;
+      }
+      entry.set_seq(++last_seq_);
+      KeepOpenStepPushLocked(table, entry);
+      op->remaining = ForwardLocked(std::move(entry));
+      if (op->remaining > 0) {
+        waiting_.emplace(last_seq_, op);
+        op = nullptr;  // answered by the last ack
+      }
+    }
+  }
+  if (lost) {
+    // Applied here but not replicated: this replica lost its role and
+    // exits; the client resends the push to the new primary.
+    op->done(ErrorResponse(op->response.request_id(),
+                           absl::StatusCode::kUnavailable,
+                           NotPrimaryMessage()));
+  } else if (op != nullptr) {
+    op->done(std::move(op->response));  // no backup to wait for
+  }
+}
+
+absl::StatusOr<int64_t> ReplicaNode::CompleteSteps(
+    ShardTable& table, int64_t floor,
+    const absl::flat_hash_set<uint32_t>& members) {
+  absl::MutexLock lock(&mu_);
+  // A backup's steps are its primary's (ApplySteps); a replica in any other
+  // role serves nothing that could wait for them.
+  if (role_ != Role::kPrimary || stopping_) return 0;
+  absl::StatusOr<int64_t> advanced = table.ApplyStepsUpTo(floor, members);
+  if (!advanced.ok() || *advanced == 0) return advanced;
+  const uint32_t table_id = table.config().table_id;
+  Entry entry;
+  entry.set_seq(++last_seq_);
+  Steps* steps = entry.mutable_steps();
+  steps->set_table_id(table_id);
+  steps->set_floor(floor);
+  std::vector<uint32_t> sorted(members.begin(), members.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t m : sorted) steps->add_members(m);
+  ForwardLocked(std::move(entry));
+  step_floor_[table_id] = floor;
+  open_step_pushes_.erase(table_id);
+  return advanced;
 }
 
 void ReplicaNode::OnLocalApplied(uint64_t seq, proto::DataResponse response) {
@@ -393,7 +516,8 @@ void ReplicaNode::ReadAcks(
 }
 
 absl::StatusOr<ShardState> ReplicaNode::AttachLink(
-    const std::shared_ptr<Link>& link, FollowMessage* first) {
+    const std::shared_ptr<Link>& link, FollowMessage* first,
+    std::vector<Entry>* replay) {
   absl::MutexLock lock(&mu_);
   if (role_ != Role::kPrimary || stopping_) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -413,6 +537,8 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
     return absl::InternalError(
         absl::StrCat("snapshot: ", state.status().message()));
   }
+  // The copy leaves open sync steps out: their pushes follow it.
+  *replay = OpenStepPushesLocked();
   links_.push_back(link);
   return state;
 }
@@ -432,7 +558,8 @@ grpc::Status ReplicaNode::Follow(
   link->id = hello.replica_id();
   link->context = context;
   FollowMessage first;
-  absl::StatusOr<ShardState> state = AttachLink(link, &first);
+  std::vector<Entry> replay;
+  absl::StatusOr<ShardState> state = AttachLink(link, &first, &replay);
   if (!state.ok()) {
     return grpc::Status(static_cast<grpc::StatusCode>(state.status().code()),
                         std::string(state.status().message()));
@@ -441,9 +568,10 @@ grpc::Status ReplicaNode::Follow(
   StringSink sink(&snapshot);
   EncodeCheckpoint(*state, first.snapshot_seq(),
                    absl::ToUnixMillis(absl::Now()), &sink);
-  spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes)",
+  spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes, "
+               "{} open-step pushes replayed)",
                shard_->shard_index(), link->id, first.snapshot_seq(),
-               snapshot.size());
+               snapshot.size(), replay.size());
   auto mark_broken = [this, link] {
     absl::MutexLock lock(&mu_);
     if (!link->broken) {
@@ -452,7 +580,7 @@ grpc::Status ReplicaNode::Follow(
       wake_ = true;
     }
   };
-  bool ok = WriteSnapshot(first, snapshot, stream);
+  bool ok = WriteSnapshot(first, snapshot, std::move(replay), stream);
   {
     // The snapshot is out: from now on the ack timeout applies.
     absl::MutexLock lock(&mu_);

@@ -52,7 +52,7 @@ absl::Status ReplicatedShard::Start(const std::string& name,
   etcd_ = *std::move(etcd);
   config_path_ = absl::StrCat(TestTempDirOrTmp(), "/", name, ".yaml");
   std::ofstream(config_path_) << absl::StrCat(R"(
-cluster: {servers: ["127.0.0.1:1"], num_workers: 1}
+cluster: {servers: ["127.0.0.1:1"], num_workers: )", options.num_workers, R"(}
 auth_token: ")", options.auth_token, R"("
 replication:
   factor: 2
@@ -69,7 +69,7 @@ tables:
   - name: dense
     kind: dense
     size: )", options.table_size, R"(
-    consistency: async
+    consistency: )", options.consistency, R"(
     optimizer: {type: sgd, learning_rate: 1.0}
 )");
   if (!options.tls_dir.empty()) {
@@ -158,6 +158,11 @@ absl::Status ReplicatedShard::WaitFor(const std::string& primary,
 absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::Connect() const {
   // FromConfig follows the primary on its own (replication.factor 2).
   return Client::Connect(ClientOptions::FromConfig(config_, -1));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::ConnectWorker(
+    int worker_id) const {
+  return Client::Connect(ClientOptions::FromConfig(config_, worker_id));
 }
 
 absl::Status ReplicatedShard::SetInSync(const std::string& ids) {

@@ -3,8 +3,8 @@
 // follows the primary through etcd (PrimaryResolver). Used by the replicated
 // shard tests and the replication benchmark (issue 18).
 //
-// The shard holds one async dense table "dense" of Options::table_size
-// floats with SGD(lr = 1). Files (config, port files, logs) go to
+// The shard holds one dense table "dense" of Options::table_size floats
+// with SGD(lr = 1), async unless Options::consistency says otherwise. Files (config, port files, logs) go to
 // $TEST_TMPDIR (or /tmp), named after Start's `name`, which is also the
 // cluster id (etcd key prefix).
 //
@@ -38,6 +38,9 @@ class ReplicatedShard {
     // backups' Follow streams) with the files tests/security/make_certs.sh
     // wrote in this directory ("" = plaintext).
     std::string tls_dir;
+    // The table's consistency ("async", "sync") and the cluster's workers.
+    std::string consistency = "async";
+    int num_workers = 1;
   };
 
   // Starts etcd and writes the config; no replica runs yet.
@@ -63,6 +66,8 @@ class ReplicatedShard {
   // A client (not a worker) from the config: ClientOptions::FromConfig
   // follows the primary by itself.
   absl::StatusOr<std::unique_ptr<Client>> Connect() const;
+  // A worker's client (registered as `worker_id`), following the primary.
+  absl::StatusOr<std::unique_ptr<Client>> ConnectWorker(int worker_id) const;
 
   const std::string& address(int i) const { return addresses_[i]; }
   ChildProcess* replica(int i) { return replicas_[i].get(); }

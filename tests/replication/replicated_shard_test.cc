@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -37,6 +38,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
+#include "proto/ps.grpc.pb.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/keys.h"
 #include "server/replication/local_etcd.h"
@@ -400,6 +402,112 @@ TEST(ReplicatedShardTest, EtcdKilledForSecondsServiceGoesOn) {
 // reaches a new backup in pieces, and pushes of the whole 8 MiB table (each
 // entry of the stream larger than 4 MiB) are replicated; the backup that
 // takes over after the primary's SIGKILL has every one of them.
+// One worker of a sync job: at each step s it pulls (every element must be
+// exactly start - s: each completed step applied the mean of the workers'
+// gradients of 1, so a step lost, applied twice or averaged over the wrong
+// workers shows), pushes a gradient of 1 and clocks. Runs at_step(s) (may
+// be empty) before step s; *longest_step gets the slowest step.
+absl::Status SyncWorker(Client* client, int steps, float start,
+                        const std::function<void(int)>& at_step,
+                        absl::Duration* longest_step) {
+  const std::vector<float> grad(kSize, 1.0f);
+  std::vector<float> values(kSize);
+  *longest_step = absl::ZeroDuration();
+  for (int s = 0; s < steps; ++s) {
+    if (at_step) at_step(s);
+    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(client->PullDense(0, 0, absl::MakeSpan(values)).Wait());
+    for (int i = 0; i < kSize; ++i) {
+      if (values[i] != start - static_cast<float>(s)) {
+        return absl::InternalError(absl::StrCat(
+            "step ", s, ": element ", i, " is ", values[i], ", expected ",
+            start - static_cast<float>(s)));
+      }
+    }
+    RETURN_IF_ERROR(client->PushDense(0, 0, grad).Wait());
+    RETURN_IF_ERROR(client->Clock().status());
+    *longest_step = std::max(*longest_step, absl::Now() - begin);
+  }
+  return absl::OkStatus();
+}
+
+TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.consistency = "sync";
+  options.num_workers = 2;
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "sync", options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  const float start = setup->initial[0];
+  ExpectAll(setup->initial, start);
+  // Membership RPCs reach the primary only: a backup refuses them, so no
+  // worker's clock is ever kept by a replica that is not primary.
+  {
+    std::unique_ptr<proto::ParameterServer::Stub> backup =
+        proto::ParameterServer::NewStub(grpc::CreateChannel(
+            shard.address(b), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    proto::ClockRequest request;
+    request.set_worker_id(0);
+    request.set_clock(1);
+    proto::ClockResponse response;
+    const grpc::Status clock = backup->Clock(&context, request, &response);
+    EXPECT_EQ(clock.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_NE(clock.error_message().find("is not primary (backup"),
+              std::string::npos)
+        << clock.error_message();
+  }
+  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  absl::StatusOr<std::unique_ptr<Client>> w1 = shard.ConnectWorker(1);
+  ASSERT_TRUE(w1.ok()) << w1.status();
+
+  // Worker 0 drives the faults: SIGKILL of primary A at step 100 (B takes
+  // over with the open step's pushes and every completed step); a new
+  // replica C joins at step 150 (a snapshot plus the open step's pushes,
+  // then steps and pushes in order); SIGKILL of B at step 220 once C is in
+  // sync (C takes over).
+  constexpr int kSteps = 300;
+  int c = -1;
+  absl::Status faults = absl::OkStatus();
+  auto at_step = [&](int s) {
+    if (!faults.ok()) return;
+    if (s == 100) faults = shard.replica(a)->Signal(SIGKILL);
+    if (s == 150) {
+      absl::StatusOr<int> added = shard.AddReplica();
+      faults = added.status();
+      if (added.ok()) c = *added;
+    }
+    if (s == 220) {
+      faults = shard.WaitFor(shard.address(b),
+                             {shard.address(b), shard.address(c)},
+                             absl::Seconds(20));
+      if (faults.ok()) faults = shard.replica(b)->Signal(SIGKILL);
+    }
+  };
+  absl::Duration longest0, longest1;
+  absl::Status done1;
+  std::thread worker1([&] {
+    done1 = SyncWorker(w1->get(), kSteps, start, nullptr, &longest1);
+  });
+  const absl::Status done0 =
+      SyncWorker(w0->get(), kSteps, start, at_step, &longest0);
+  worker1.join();
+  ASSERT_TRUE(faults.ok()) << faults;
+  ASSERT_TRUE(done0.ok()) << done0 << "\nB:\n" << shard.Log(b);
+  ASSERT_TRUE(done1.ok()) << done1 << "\nB:\n" << shard.Log(b);
+  std::printf("sync failover: longest step %s (worker 0), %s (worker 1)\n",
+              absl::FormatDuration(longest0).c_str(),
+              absl::FormatDuration(longest1).c_str());
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(c));
+  absl::StatusOr<std::vector<float>> final_values = Pull(setup->client.get());
+  ASSERT_TRUE(final_values.ok()) << final_values.status();
+  ExpectAll(*final_values, start - kSteps);
+}
+
 TEST(ReplicatedShardTest, LargeShardSnapshotAndLargePushesReachTheBackup) {
   constexpr uint64_t kLarge = 2 << 20;  // floats: 8 MiB
   ReplicatedShard shard;
