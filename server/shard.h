@@ -161,10 +161,11 @@ class Shard {
   }
 
   // A backup's side of the same, entries from its primary. A push to a table
-  // with steps, as the primary applied it: executed on the table directly
-  // (no worker registry, no consistency wait: the primary's order already
-  // holds both). FAILED_PRECONDITION when its step was already applied here
-  // (it came in the primary's snapshot); the table's errors otherwise.
+  // only workers push to (sync, ssp), as the primary applied it: executed
+  // on the table directly with its worker id (no worker registry, no
+  // consistency wait: the primary's order already holds both).
+  // FAILED_PRECONDITION when its sync step was already applied here (it
+  // came in the primary's snapshot); the table's errors otherwise.
   absl::Status ApplyFollowedPush(const DataRequestView& push);
   // Steps the primary completed (`floor`, `members`: its CompleteSteps
   // arguments). NOT_FOUND for an unknown table.

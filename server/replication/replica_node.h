@@ -52,8 +52,9 @@
 // seq order is its local apply order for requests applied inline; larger
 // requests run on the shard's executor and may apply out of order on any
 // replica (they commute only for async SGD-like updates). A push to a sync
-// table is sequenced once the primary applied it (it may have waited for
-// its step), and each step completion is sequenced under the same lock
+// or ssp table (workers only) is sequenced once the primary applied it (it
+// may have waited for its step; a push refused by membership is not
+// forwarded), and each sync step completion is sequenced under the same lock
 // while it is applied (CompleteSteps), so a backup replays a sync table's
 // pushes and steps in exactly the primary's order. A snapshot leaves open
 // steps out; their pushes, kept per table until the step completes, follow
@@ -183,16 +184,19 @@ class ReplicaNode final : public Replication::Service,
   // A push's local apply completed.
   void OnLocalApplied(uint64_t seq, proto::DataResponse response)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // A push to a sync table was applied locally (response): sequences and
-  // forwards it, then answers through `done` once the backups acknowledged.
+  // A push to a sync or ssp table was applied locally (response): sequences
+  // and forwards it, then answers through `done` once the backups
+  // acknowledged.
   void SequenceApplied(const std::shared_ptr<const DataRequestView>& request,
                        proto::DataResponse response, Shard::DataDone done)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Queues `entry` to every link and marks each as owing its ack; returns
   // how many acks the entry waits for (broken links included: see Submit).
   int ForwardLocked(Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `table_id` names a table with sync steps.
-  bool HasSteps(uint32_t table_id) const;
+  // Whether pushes to `table_id` are sequenced after the primary applied
+  // them (tables only workers push to: sync and ssp, whose pushes the
+  // primary may refuse by membership or step; see the file comment).
+  bool SequencedAfterApply(uint32_t table_id) const;
   // Keeps a sync push applied in its table's open step for the replay of
   // a backup that attaches before the step completes.
   void KeepOpenStepPushLocked(uint32_t table_id, const Entry& entry)
@@ -236,10 +240,11 @@ class ReplicaNode final : public Replication::Service,
   // Applies the message's entries in order and waits until all are applied;
   // returns the last seq applied.
   absl::StatusOr<uint64_t> ApplyEntries(const FollowMessage& message);
-  // A sync table's push (`request`, entry `entry`) or step entry, applied
-  // in order on the follow thread.
-  absl::Status ApplySyncPush(const DataRequestView& request,
-                             const Entry& entry) ABSL_LOCKS_EXCLUDED(mu_);
+  // A push sequenced after the primary applied it (`request`, entry
+  // `entry`; SequencedAfterApply), or a steps entry: applied in order on the
+  // follow thread.
+  absl::Status ApplyOrderedPush(const DataRequestView& request,
+                                const Entry& entry) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ApplySteps(const Steps& steps) ABSL_LOCKS_EXCLUDED(mu_);
   void Fence(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // One fewer ack awaited for `seq`; completes the op when none are left.

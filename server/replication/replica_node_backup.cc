@@ -172,7 +172,7 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
               "replayed entry ", entry.seq(), " is not a DataRequest"));
         }
         push.op = proto::PUSH;  // as in ApplyEntries
-        RETURN_IF_ERROR(ApplySyncPush(push, entry));
+        RETURN_IF_ERROR(ApplyOrderedPush(push, entry));
       }
     }
     absl::StatusOr<uint64_t> applied = ApplyEntries(message);
@@ -243,9 +243,9 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
     // A PUSH_PULL's pull half was answered by the primary; here it would
     // only cost time, or wait (ssp: on a registry nobody updates here).
     request->op = proto::PUSH;
-    if (HasSteps(request->table_id)) {
-      // In the primary's order with its steps: applied here, now.
-      RETURN_IF_ERROR(ApplySyncPush(*request, entry));
+    if (SequencedAfterApply(request->table_id)) {
+      // In the primary's order (with its steps): applied here, now.
+      RETURN_IF_ERROR(ApplyOrderedPush(*request, entry));
       applied = entry.seq();
       continue;
     }
@@ -259,11 +259,19 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
       ++applying_;
     }
     // Same code path as on the primary (dedup window included).
-    shard_->SubmitData(std::shared_ptr<const DataRequestView>(std::move(request)),
-                       [this](proto::DataResponse) {
-                         absl::MutexLock lock(&mu_);
-                         --applying_;
-                       });
+    // Sequenced on arrival, so the primary may have refused it too (the
+    // same request against the same state): logged, not fatal.
+    shard_->SubmitData(
+        std::shared_ptr<const DataRequestView>(std::move(request)),
+        [this, seq = entry.seq()](proto::DataResponse response) {
+          if (response.status_code() != 0) {
+            spdlog::warn("shard {}: replica {}: entry {} failed here: {}",
+                         shard_->shard_index(), address_, seq,
+                         response.status_message());
+          }
+          absl::MutexLock lock(&mu_);
+          --applying_;
+        });
     applied = entry.seq();
   }
   absl::MutexLock lock(&mu_);
@@ -275,8 +283,8 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
   return applied;
 }
 
-absl::Status ReplicaNode::ApplySyncPush(const DataRequestView& request,
-                                        const Entry& entry) {
+absl::Status ReplicaNode::ApplyOrderedPush(const DataRequestView& request,
+                                           const Entry& entry) {
   const absl::Status s = shard_->ApplyFollowedPush(request);
   const ShardTable* table = shard_->FindTableById(request.table_id);
   if (absl::IsFailedPrecondition(s) && table != nullptr &&
@@ -287,11 +295,12 @@ absl::Status ReplicaNode::ApplySyncPush(const DataRequestView& request,
   }
   if (!s.ok()) {
     return absl::DataLossError(absl::StrCat(
-        "entry ", entry.seq(), " (a push to sync table ", request.table_id,
+        "entry ", entry.seq(), " (a push to table ", request.table_id,
         " for step ", request.clock, ") failed here though the primary "
         "applied it: ", s.message()));
   }
-  if (table != nullptr && request.clock == table->steps()) {
+  if (table != nullptr && table->policy().HasSteps() &&
+      request.clock == table->steps()) {
     absl::MutexLock lock(&mu_);
     KeepOpenStepPushLocked(request.table_id, entry);
   }

@@ -124,7 +124,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   const uint64_t request_id = request->request_id;
   const bool push = IsPush(request->op);
   // Sequenced once applied (SequenceApplied), not here.
-  const bool sync_push = push && HasSteps(request->table_id);
+  const bool after_apply = push && SequencedAfterApply(request->table_id);
   // A barrier (empty) for a pull served without etcd: see below. Moved into
   // the last link's queue (copied for the others).
   std::string entry = push ? SerializeView(*request) : std::string();
@@ -145,7 +145,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       // other replica can have been elected.
     } else if (without_etcd && AnyLinkBrokenLocked()) {
       refused = WithoutEtcdMessageLocked();
-    } else if (sync_push) {
+    } else if (after_apply) {
       // Applied first (it may wait for its step), sequenced then.
     } else {
       // A push; or a pull without etcd, sequenced as a barrier: it is
@@ -170,7 +170,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
                        NotPrimaryMessage()));
   } else if (!refused.empty()) {
     done(ErrorResponse(request_id, absl::StatusCode::kUnavailable, refused));
-  } else if (sync_push) {
+  } else if (after_apply) {
     shard_->SubmitData(request, [this, request, done = std::move(done)](
                                     proto::DataResponse r) mutable {
       SequenceApplied(request, std::move(r), std::move(done));
@@ -212,9 +212,9 @@ int ReplicaNode::ForwardLocked(Entry entry) {
   return acks;
 }
 
-bool ReplicaNode::HasSteps(uint32_t table_id) const {
+bool ReplicaNode::SequencedAfterApply(uint32_t table_id) const {
   const ShardTable* table = shard_->FindTableById(table_id);
-  return table != nullptr && table->policy().HasSteps();
+  return table != nullptr && table->policy().traits().workers_only_push;
 }
 
 void ReplicaNode::KeepOpenStepPushLocked(uint32_t table_id,
@@ -271,7 +271,10 @@ void ReplicaNode::SequenceApplied(
         wake_ = true;
       }
       entry.set_seq(++last_seq_);
-      KeepOpenStepPushLocked(table, entry);
+      if (const ShardTable* t = shard_->FindTableById(table);
+          t != nullptr && t->policy().HasSteps()) {
+        KeepOpenStepPushLocked(table, entry);
+      }
       op->remaining = ForwardLocked(std::move(entry));
       if (op->remaining > 0) {
         waiting_.emplace(last_seq_, op);

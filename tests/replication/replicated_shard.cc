@@ -69,7 +69,11 @@ tables:
   - name: dense
     kind: dense
     size: )", options.table_size, R"(
-    consistency: )", options.consistency, R"(
+    consistency: )", options.consistency,
+      options.consistency == "ssp"
+          ? absl::StrCat("\n    staleness: ", options.staleness)
+          : "",
+      R"(
     optimizer: {type: sgd, learning_rate: 1.0}
 )");
   if (!options.tls_dir.empty()) {

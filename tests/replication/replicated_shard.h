@@ -38,8 +38,10 @@ class ReplicatedShard {
     // backups' Follow streams) with the files tests/security/make_certs.sh
     // wrote in this directory ("" = plaintext).
     std::string tls_dir;
-    // The table's consistency ("async", "sync") and the cluster's workers.
+    // The table's consistency ("async", "sync", "ssp" with `staleness`) and
+    // the cluster's workers.
     std::string consistency = "async";
+    int staleness = 0;
     int num_workers = 1;
   };
 
