@@ -126,8 +126,10 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   // Sequenced once applied (SequenceApplied), not here.
   const bool after_apply = push && SequencedAfterApply(request->table_id);
   // A barrier (empty) for a pull served without etcd: see below. Moved into
-  // the last link's queue (copied for the others).
-  std::string entry = push ? SerializeView(*request) : std::string();
+  // the last link's queue (copied for the others). SequenceApplied makes
+  // its own once the push applied.
+  std::string entry =
+      push && !after_apply ? SerializeView(*request) : std::string();
   auto op = std::make_shared<Op>();
   op->response.set_request_id(request_id);
   bool not_primary = false;  // answered with NotPrimaryMessage() (it locks)
