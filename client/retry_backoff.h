@@ -2,7 +2,7 @@
 // while (a server starting or restarting, a shard between two primaries):
 // waits `initial`, then twice as long each time, at most `max`, and never
 // past the caller's deadline. One home for the client's retry loops
-// (handshake, registration, Clock).
+// (handshake, registration, Clock, Barrier).
 //
 // Thread safety: none; one object per retry loop.
 #ifndef PS_CLIENT_RETRY_BACKOFF_H_

@@ -348,15 +348,18 @@ void Shard::AdvanceSteps() {
   waits_.Notify();
 }
 
-absl::Status Shard::ApplyFollowedPush(const DataRequestView& push) {
+absl::StatusOr<bool> Shard::ApplyFollowedPush(const DataRequestView& push) {
   ShardTable* table = FindTable(push.table_id);
   if (table == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("table id ", push.table_id, " does not exist"));
   }
+  const bool steps = table->policy().HasSteps();
+  if (steps && push.clock < table->steps()) return false;  // in the snapshot
   RETURN_IF_ERROR(table->Validate(push));
   proto::DataResponse unused;
-  return table->Execute(push, &unused);
+  RETURN_IF_ERROR(table->Execute(push, &unused));
+  return steps;  // the open step: a sync push is admitted only there
 }
 
 absl::Status Shard::ApplyFollowedSteps(
@@ -372,10 +375,7 @@ absl::Status Shard::ApplyFollowedSteps(
   return absl::OkStatus();
 }
 
-void Shard::RestartMembership(absl::Time now) {
-  registry_.Restart(now);
-  ScheduleAdvanceSteps();
-}
+void Shard::RestartMembership(absl::Time now) { registry_.Restart(now); }
 
 void Shard::Barrier(const proto::BarrierRequest& request,
                     std::function<void(absl::Status)> done) {

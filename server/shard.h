@@ -163,10 +163,13 @@ class Shard {
   // A backup's side of the same, entries from its primary. A push to a table
   // only workers push to (sync, ssp), as the primary applied it: executed
   // on the table directly with its worker id (no worker registry, no
-  // consistency wait: the primary's order already holds both).
-  // FAILED_PRECONDITION when its sync step was already applied here (it
-  // came in the primary's snapshot); the table's errors otherwise.
-  absl::Status ApplyFollowedPush(const DataRequestView& push);
+  // consistency wait: the primary's order already holds both). A push to a
+  // sync step already applied here is skipped (applied before the primary's
+  // snapshot was copied, sequenced after it: the copy has it). Returns
+  // whether the push went into the table's open sync step; errors: the
+  // table's (NOT_FOUND for an unknown table). REQUIRES: one thread applies
+  // a table's followed pushes and steps.
+  absl::StatusOr<bool> ApplyFollowedPush(const DataRequestView& push);
   // Steps the primary completed (`floor`, `members`: its CompleteSteps
   // arguments). NOT_FOUND for an unknown table.
   absl::Status ApplyFollowedSteps(uint32_t table_id, int64_t floor,
@@ -174,7 +177,8 @@ class Shard {
   // A backup that becomes primary: worker membership starts over as after a
   // restore at `now` (WorkerRegistry::Restart): the registry was not
   // replicated, so every worker is pending, adopted by its next request and
-  // caught up to the clock that request carries.
+  // caught up to the clock that request carries. Completes no step (the
+  // floor only goes down).
   void RestartMembership(absl::Time now);
 
   // One liveness check at `now` (the monitor calls it periodically): evicts
@@ -236,9 +240,9 @@ class Shard {
   const uint32_t shard_index_;
   const uint32_t num_shards_;
   const int num_workers_;
-  // replication.factor > 1: only pushes are replicated, so a table created
-  // at run time would exist on the primary alone; CreateTable refuses new
-  // tables (the config's tables exist on every replica).
+  // replication.factor > 1: table creation is not replicated, so a table
+  // created at run time would exist on the primary alone; CreateTable
+  // refuses new tables (the config's tables exist on every replica).
   const bool tables_fixed_;
   const ServerOptions options_;
   const std::unique_ptr<UpdateBackend> backend_;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/channel_credentials.h"
+#include "common/consistency.h"
 #include "common/status_macros.h"
 #include "server/replication/in_sync.h"
 #include "server/replication/replica_node_internal.h"
@@ -26,6 +27,11 @@ ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
       shard_(shard),
       on_fenced_(std::move(on_fenced)),
       on_role_(std::move(on_role)) {
+  for (const TableConfig& table : config_.tables) {
+    const ConsistencyTraits& traits = TraitsOf(table.consistency);
+    if (traits.workers_only_push) after_apply_tables_.insert(table.table_id);
+    if (traits.applies_in_steps) step_tables_.insert(table.table_id);
+  }
   shard_->set_step_sequencer(this);
 }
 

@@ -196,7 +196,9 @@ class ReplicaNode final : public Replication::Service,
   // Whether pushes to `table_id` are sequenced after the primary applied
   // them (tables only workers push to: sync and ssp, whose pushes the
   // primary may refuse by membership or step; see the file comment).
-  bool SequencedAfterApply(uint32_t table_id) const;
+  bool SequencedAfterApply(uint32_t table_id) const {
+    return after_apply_tables_.contains(table_id);
+  }
   // Keeps a sync push applied in its table's open step for the replay of
   // a backup that attaches before the step completes.
   void KeepOpenStepPushLocked(uint32_t table_id, const Entry& entry)
@@ -259,6 +261,10 @@ class ReplicaNode final : public Replication::Service,
   const ClusterConfig config_;
   const std::string cluster_id_;
   Shard* const shard_;
+  // The config's tables (a replicated shard has exactly those) whose pushes
+  // are sequenced after the primary applied them, and those with sync steps.
+  absl::flat_hash_set<uint32_t> after_apply_tables_;
+  absl::flat_hash_set<uint32_t> step_tables_;
   const std::function<void()> on_fenced_;
   const std::function<void(Role)> on_role_;
 

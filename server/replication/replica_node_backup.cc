@@ -285,22 +285,14 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
 
 absl::Status ReplicaNode::ApplyOrderedPush(const DataRequestView& request,
                                            const Entry& entry) {
-  const absl::Status s = shard_->ApplyFollowedPush(request);
-  const ShardTable* table = shard_->FindTableById(request.table_id);
-  if (absl::IsFailedPrecondition(s) && table != nullptr &&
-      request.clock < table->steps()) {
-    // Its step was applied before the snapshot was copied (a push applied
-    // before the copy and sequenced after it): the copy has it.
-    return absl::OkStatus();
-  }
-  if (!s.ok()) {
+  const absl::StatusOr<bool> open_step = shard_->ApplyFollowedPush(request);
+  if (!open_step.ok()) {
     return absl::DataLossError(absl::StrCat(
         "entry ", entry.seq(), " (a push to table ", request.table_id,
         " for step ", request.clock, ") failed here though the primary "
-        "applied it: ", s.message()));
+        "applied it: ", open_step.status().message()));
   }
-  if (table != nullptr && table->policy().HasSteps() &&
-      request.clock == table->steps()) {
+  if (*open_step) {
     absl::MutexLock lock(&mu_);
     KeepOpenStepPushLocked(request.table_id, entry);
   }

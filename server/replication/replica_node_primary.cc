@@ -214,11 +214,6 @@ int ReplicaNode::ForwardLocked(Entry entry) {
   return acks;
 }
 
-bool ReplicaNode::SequencedAfterApply(uint32_t table_id) const {
-  const ShardTable* table = shard_->FindTableById(table_id);
-  return table != nullptr && table->policy().traits().workers_only_push;
-}
-
 void ReplicaNode::KeepOpenStepPushLocked(uint32_t table_id,
                                          const Entry& entry) {
   open_step_pushes_[table_id].push_back(entry);
@@ -273,10 +268,7 @@ void ReplicaNode::SequenceApplied(
         wake_ = true;
       }
       entry.set_seq(++last_seq_);
-      if (const ShardTable* t = shard_->FindTableById(table);
-          t != nullptr && t->policy().HasSteps()) {
-        KeepOpenStepPushLocked(table, entry);
-      }
+      if (step_tables_.contains(table)) KeepOpenStepPushLocked(table, entry);
       op->remaining = ForwardLocked(std::move(entry));
       if (op->remaining > 0) {
         waiting_.emplace(last_seq_, op);

@@ -434,6 +434,32 @@ absl::Status SyncWorker(Client* client, int steps, float start,
   return absl::OkStatus();
 }
 
+// Workers 0 and 1 of `shard`, each running SyncWorker in parallel (worker 0
+// also runs at_step); the first failure. Prints both longest steps, after
+// `what`.
+absl::Status TwoWorkers(const ReplicatedShard& shard, int steps, float start,
+                        const std::function<void(int)>& at_step,
+                        const char* what) {
+  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
+  if (!w0.ok()) return w0.status();
+  absl::StatusOr<std::unique_ptr<Client>> w1 = shard.ConnectWorker(1);
+  if (!w1.ok()) return w1.status();
+  absl::Duration longest0, longest1;
+  absl::Status done1;
+  std::thread worker1([&] {
+    done1 = SyncWorker(w1->get(), steps, start, nullptr, &longest1);
+  });
+  const absl::Status done0 =
+      SyncWorker(w0->get(), steps, start, at_step, &longest0);
+  worker1.join();
+  RETURN_IF_ERROR(done0);
+  RETURN_IF_ERROR(done1);
+  std::printf("%s: longest step %s (worker 0), %s (worker 1)\n", what,
+              absl::FormatDuration(longest0).c_str(),
+              absl::FormatDuration(longest1).c_str());
+  return absl::OkStatus();
+}
+
 TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
   ReplicatedShard shard;
   ReplicatedShard::Options options;
@@ -463,10 +489,6 @@ TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
               std::string::npos)
         << clock.error_message();
   }
-  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
-  ASSERT_TRUE(w0.ok()) << w0.status();
-  absl::StatusOr<std::unique_ptr<Client>> w1 = shard.ConnectWorker(1);
-  ASSERT_TRUE(w1.ok()) << w1.status();
 
   // Worker 0 drives the faults: SIGKILL of primary A at step 100 (B takes
   // over with the open step's pushes and every completed step); a new
@@ -491,20 +513,10 @@ TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
       if (faults.ok()) faults = shard.replica(b)->Signal(SIGKILL);
     }
   };
-  absl::Duration longest0, longest1;
-  absl::Status done1;
-  std::thread worker1([&] {
-    done1 = SyncWorker(w1->get(), kSteps, start, nullptr, &longest1);
-  });
-  const absl::Status done0 =
-      SyncWorker(w0->get(), kSteps, start, at_step, &longest0);
-  worker1.join();
+  const absl::Status trained =
+      TwoWorkers(shard, kSteps, start, at_step, "sync failover");
   ASSERT_TRUE(faults.ok()) << faults;
-  ASSERT_TRUE(done0.ok()) << done0 << "\nB:\n" << shard.Log(b);
-  ASSERT_TRUE(done1.ok()) << done1 << "\nB:\n" << shard.Log(b);
-  std::printf("sync failover: longest step %s (worker 0), %s (worker 1)\n",
-              absl::FormatDuration(longest0).c_str(),
-              absl::FormatDuration(longest1).c_str());
+  ASSERT_TRUE(trained.ok()) << trained << "\nB:\n" << shard.Log(b);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(c));
   absl::StatusOr<std::vector<float>> final_values = Pull(setup->client.get());
   ASSERT_TRUE(final_values.ok()) << final_values.status();
@@ -529,30 +541,16 @@ TEST(ReplicatedShardTest, SspTrainingSurvivesThePrimarysKillExactly) {
       StartPrimaryAndBackup(&shard, "ssp", options);
   ASSERT_TRUE(setup.ok()) << setup.status();
   const float start = setup->initial[0];
-  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
-  ASSERT_TRUE(w0.ok()) << w0.status();
-  absl::StatusOr<std::unique_ptr<Client>> w1 = shard.ConnectWorker(1);
-  ASSERT_TRUE(w1.ok()) << w1.status();
   constexpr int kSteps = 200;
   absl::Status killed = absl::OkStatus();
   auto at_step = [&](int s) {
     if (s == kSteps / 2) killed = shard.replica(setup->a)->Signal(SIGKILL);
   };
-  const float unchecked = std::numeric_limits<float>::quiet_NaN();
-  absl::Duration longest0, longest1;
-  absl::Status done1;
-  std::thread worker1([&] {
-    done1 = SyncWorker(w1->get(), kSteps, unchecked, nullptr, &longest1);
-  });
-  const absl::Status done0 =
-      SyncWorker(w0->get(), kSteps, unchecked, at_step, &longest0);
-  worker1.join();
+  const absl::Status trained =
+      TwoWorkers(shard, kSteps, std::numeric_limits<float>::quiet_NaN(),
+                 at_step, "ssp failover");
   ASSERT_TRUE(killed.ok()) << killed;
-  ASSERT_TRUE(done0.ok()) << done0 << "\nB:\n" << shard.Log(setup->b);
-  ASSERT_TRUE(done1.ok()) << done1 << "\nB:\n" << shard.Log(setup->b);
-  std::printf("ssp failover: longest step %s (worker 0), %s (worker 1)\n",
-              absl::FormatDuration(longest0).c_str(),
-              absl::FormatDuration(longest1).c_str());
+  ASSERT_TRUE(trained.ok()) << trained << "\nB:\n" << shard.Log(setup->b);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(setup->b));
   absl::StatusOr<std::vector<float>> final_values = Pull(setup->client.get());
   ASSERT_TRUE(final_values.ok()) << final_values.status();
