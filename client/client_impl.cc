@@ -930,20 +930,36 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
 }
 
 absl::StatusOr<std::vector<std::string>> ClientImpl::Checkpoint() {
-  // One cluster checkpoint id for every shard (server/checkpoint_set.h).
-  proto::CheckpointRequest request;
-  request.set_checkpoint_id(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
-  std::vector<proto::CheckpointRequest> requests(connections_.size(), request);
+  // One cluster checkpoint id for every shard (server/checkpoint_set.h):
+  // now, in ms. A shard refuses an id not newer than its newest one
+  // (FAILED_PRECONDITION), which happens when a periodic checkpoint (id: a
+  // multiple of the interval) fell between taking the id and the request's
+  // arrival there; a newer id then succeeds everywhere. Other
+  // FAILED_PRECONDITIONs (no checkpoint_dir) just repeat.
+  constexpr int kAttempts = 3;
   std::vector<proto::CheckpointResponse> responses;
-  // Not wait_for_ready: a server that is down fails at once rather than
-  // holding the whole checkpoint until the deadline.
-  RETURN_IF_ERROR(FirstError(CallAll(
-      "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false, requests,
-      &responses,
-      [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
-         const proto::CheckpointRequest& request, grpc::CompletionQueue* cq) {
-        return stub->PrepareAsyncCheckpoint(context, request, cq);
-      })));
+  absl::Status status;
+  uint64_t id = 0;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    id = std::max(id + 1,
+                  static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+    proto::CheckpointRequest request;
+    request.set_checkpoint_id(id);
+    std::vector<proto::CheckpointRequest> requests(connections_.size(),
+                                                   request);
+    // Not wait_for_ready: a server that is down fails at once rather than
+    // holding the whole checkpoint until the deadline.
+    status = FirstError(CallAll(
+        "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false,
+        requests, &responses,
+        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
+           const proto::CheckpointRequest& request,
+           grpc::CompletionQueue* cq) {
+          return stub->PrepareAsyncCheckpoint(context, request, cq);
+        }));
+    if (status.code() != absl::StatusCode::kFailedPrecondition) break;
+  }
+  RETURN_IF_ERROR(status);
   std::vector<std::string> paths;
   paths.reserve(responses.size());
   for (const proto::CheckpointResponse& r : responses) paths.push_back(r.path());
