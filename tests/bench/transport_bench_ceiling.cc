@@ -27,6 +27,11 @@ using Clock = std::chrono::steady_clock;
 // Header value that asks the peer to stop (no exchange is that large).
 constexpr uint64_t kStop = std::numeric_limits<uint64_t>::max();
 
+// The relay passes a payload on in reads of at most this many bytes, and
+// the peer answers it with this many.
+constexpr uint64_t kRelayPieceBytes = 256 << 10;
+constexpr uint64_t kRelayAckBytes = 16;
+
 bool WriteAll(int fd, const char* p, size_t n) {
   while (n > 0) {
     const ssize_t w = write(fd, p, n);
@@ -69,12 +74,14 @@ int Connect(const std::string& ip, int port) {
   return fd;
 }
 
-// Serves one connection of the peer. Returns true when it carried the stop
-// header.
-bool ServeConnection(int fd) {
+// Serves the exchanges of one connection: reads each header {up, down} and
+// runs exchange(up, down), which moves that exchange's bytes (false: a
+// connection broke), until the stop header, the connection's end, a header
+// over kMaxStreamBytes or a broken exchange. Closes `fd`. Returns true when
+// it carried the stop header.
+bool ServeExchanges(int fd, const std::function<bool(uint64_t, uint64_t)>& exchange) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::vector<char> buf;
   uint64_t header[2];
   bool stop = false;
   while (ReadAll(fd, reinterpret_cast<char*>(header), sizeof(header))) {
@@ -82,13 +89,22 @@ bool ServeConnection(int fd) {
       stop = true;
       break;
     }
-    if (header[0] > kMaxStreamBytes || header[1] > kMaxStreamBytes) break;
-    const size_t need = std::max(header[0], header[1]);
-    if (buf.size() < need) buf.resize(need, 'y');
-    if (!ReadAll(fd, buf.data(), header[0]) || !WriteAll(fd, buf.data(), header[1])) break;
+    if (header[0] > kMaxStreamBytes || header[1] > kMaxStreamBytes ||
+        !exchange(header[0], header[1])) {
+      break;
+    }
   }
   close(fd);
   return stop;
+}
+
+// Serves one connection of the peer: `up` bytes in, `down` bytes out.
+bool ServeConnection(int fd) {
+  std::vector<char> buf;
+  return ServeExchanges(fd, [fd, &buf](uint64_t up, uint64_t down) {
+    if (buf.size() < std::max(up, down)) buf.resize(std::max(up, down), 'y');
+    return ReadAll(fd, buf.data(), up) && WriteAll(fd, buf.data(), down);
+  });
 }
 
 // One client connection and its buffers: `out` holds the header followed
@@ -169,6 +185,68 @@ class StreamGroup {
   std::vector<Exchange> parts_ ABSL_GUARDED_BY(mu_);
 };
 
+// Listens on `ip` (the OS picks the port; written to `port_file` through a
+// rename) and runs serve(fd) for every connection on its own thread, until
+// one returns true (it carried the stop header; serve closes its fd). False:
+// it could not listen.
+bool ServeTcp(const std::string& ip, const std::string& port_file,
+              const std::function<bool(int)>& serve) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = Address(ip, 0);
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, 64) != 0) {
+    perror("tcp ceiling: bind/listen");
+    if (listener >= 0) close(listener);
+    return false;
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  {
+    const std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << ntohs(addr.sin_port) << "\n";
+    std::rename(tmp.c_str(), port_file.c_str());
+  }
+  // Every connection thread is joined here, after the stop header made
+  // accept() fail.
+  std::vector<std::thread> connections;
+  while (true) {
+    const int fd = accept(listener, nullptr, nullptr);
+    if (fd < 0) break;
+    connections.emplace_back([fd, listener, &serve] {
+      if (serve(fd)) shutdown(listener, SHUT_RDWR);
+    });
+  }
+  for (std::thread& t : connections) t.join();
+  close(listener);
+  return true;
+}
+
+// One exchange {up, down} of the relay, from the client on `fd`: passed on
+// to the peer on `next` as {up, kRelayAckBytes}, its payload as it arrives
+// (each read() of at most kRelayPieceBytes written on at once, the header in
+// front of the first piece, so a small exchange leaves in one write); the
+// client gets its `down` bytes once the peer's ack arrived. `buf` holds at
+// least 16 + kRelayPieceBytes bytes. False: a connection broke.
+bool RelayExchange(int fd, int next, uint64_t up, uint64_t down, std::vector<char>* buf) {
+  const uint64_t next_header[2] = {up, kRelayAckBytes};
+  memcpy(buf->data(), next_header, sizeof(next_header));
+  size_t head = sizeof(next_header);  // bytes of buf before the piece
+  uint64_t left = up;
+  do {
+    ssize_t got = 0;
+    if (left > 0) {
+      got = read(fd, buf->data() + head, std::min<uint64_t>(left, kRelayPieceBytes));
+      if (got <= 0) return false;
+    }
+    if (!WriteAll(next, buf->data(), head + got)) return false;
+    left -= got;
+    head = 0;
+  } while (left > 0);
+  if (!ReadAll(next, buf->data(), kRelayAckBytes)) return false;
+  if (buf->size() < down) buf->resize(down, 'z');
+  return WriteAll(fd, buf->data(), down);
+}
+
 }  // namespace
 
 Timing Summarize(std::vector<double> seconds) {
@@ -196,33 +274,27 @@ uint64_t StreamShare(uint64_t bytes, int streams, int i) {
 }
 
 int RunTcpPeer(const std::string& ip, const std::string& port_file) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = Address(ip, 0);
-  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listener, 64) != 0) {
-    perror("tcp peer: bind/listen");
-    return 1;
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  {
-    const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << ntohs(addr.sin_port) << "\n";
-    std::rename(tmp.c_str(), port_file.c_str());
-  }
-  // Every connection thread is joined here, after the stop header made
-  // accept() fail.
-  std::vector<std::thread> connections;
-  while (true) {
-    const int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) break;
-    connections.emplace_back([fd, listener] {
-      if (ServeConnection(fd)) shutdown(listener, SHUT_RDWR);
+  return ServeTcp(ip, port_file, ServeConnection) ? 0 : 1;
+}
+
+int RunTcpRelay(const std::string& ip, const std::string& port_file, const std::string& next_ip,
+                int next_port) {
+  const bool ok = ServeTcp(ip, port_file, [&next_ip, next_port](int fd) {
+    const int next = Connect(next_ip, next_port);
+    if (next < 0) {
+      close(fd);
+      return false;
+    }
+    std::vector<char> buf(16 + kRelayPieceBytes, 'z');
+    const bool stop = ServeExchanges(fd, [fd, next, &buf](uint64_t up, uint64_t down) {
+      return RelayExchange(fd, next, up, down, &buf);
     });
-  }
-  for (std::thread& t : connections) t.join();
-  close(listener);
-  return 0;
+    close(next);
+    return stop;
+  });
+  // Every relayed connection is closed by now, so the peer stops at once.
+  StopTcpPeer(next_ip, next_port);
+  return ok ? 0 : 1;
 }
 
 std::vector<Timing> MeasureTcpExchanges(

@@ -9,6 +9,9 @@
 //    one stream and one thread per side (a transport with several streams or
 //    threads is not bound by them, so the one-connection figure is no upper
 //    bound).
+//  - TCP relayed exchanges (replication_bench): the same ping-pong through a
+//    relay process that passes each exchange on to a second peer process
+//    and answers after that peer did (RunTcpRelay).
 //  - memcpy of the same bytes in one thread: on loopback every byte is
 //    copied at least twice (into the kernel and out of it), so on a machine
 //    with C cores no transfer can beat C/2 x the memcpy rate; on the 2-core
@@ -58,6 +61,17 @@ uint64_t StreamShare(uint64_t bytes, int streams, int i);
 // closed.
 int RunTcpPeer(const std::string& ip, const std::string& port_file);
 
+// The TCP relay (replication_bench's ceiling: what a primary that waits for
+// its backup's ack must at least do): listens like RunTcpPeer; for each
+// connection it opens one to the peer at next_ip:next_port and passes every
+// exchange {up, down} on to it as {up, 16}, cut-through (the payload is
+// written on as it arrives, in pieces of at most 256 KiB, not stored first),
+// and answers the client's `down` bytes only after the peer's 16-byte ack.
+// After StopTcpPeer's header and every connection closed, it stops that
+// peer too and returns (the process's exit code).
+int RunTcpRelay(const std::string& ip, const std::string& port_file, const std::string& next_ip,
+                int next_port);
+
 // Ping-pongs each exchange reps(exchange) times, after two warm-up rounds,
 // against the peer at ip:port, its bytes split over `streams` connections
 // (StreamShare; every stream gets at least one byte back, so each part is
@@ -70,7 +84,8 @@ std::vector<Timing> MeasureTcpExchanges(
     const std::string& ip, int port, const std::vector<Exchange>& exchanges,
     int streams, const std::function<int(const Exchange&)>& reps);
 
-// Tells the peer at ip:port to end once its connections are closed.
+// Tells the peer (or relay) at ip:port to end once its connections are
+// closed.
 void StopTcpPeer(const std::string& ip, int port);
 
 // memcpy of `bytes` between two buffers of that size (allocated and touched

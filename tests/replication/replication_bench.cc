@@ -1,8 +1,9 @@
 // What replication costs (issue 18): the same pushes against one shard
 // replicated twice (replication.factor 2: the primary answers a push after
 // its in-sync backup applied it) and against one unreplicated ps_server (no
-// etcd), the ceiling, alternated round by round; then how long a failover
-// stalls pushes, over --kills SIGKILLs of the primary.
+// etcd), next to the TCP relay ceiling, all four alternated round by round;
+// then how long a failover stalls pushes, over --kills SIGKILLs of the
+// primary.
 //
 //   bazel run -c opt //tests/replication:replication_bench -- [--rounds 5]
 //       [--small_ops 2000] [--big_ops 10] [--kills 20]
@@ -10,8 +11,21 @@
 // Cases, one push at a time from one client (not a worker), async SGD table
 // of 16 MiB: "push 4 KiB" (the first 1024 floats) -> p50 and p99 latency;
 // "push 16 MiB" (the whole table) -> GB/s = bytes / mean time. Each figure
-// is the median over rounds; the last column is replicated / unreplicated
+// is the median over rounds; "2 vs 1" is replicated / unreplicated
 // (latency: how many times longer; GB/s: the fraction kept).
+//
+// The ceiling of "2 vs 1" (relay_ceiling.h): the same payloads (4096 bytes;
+// 16 MiB) ping-ponged over raw loopback TCP, answered with 16 bytes, the
+// same number of times: "TCP direct" from this process to a peer process,
+// "TCP relayed" through a relay process that passes each payload on to the
+// peer as it arrives and answers only after the peer answered it. That is
+// the least any primary-backup scheme that waits for its backup's ack must
+// do: every byte crosses a second connection and a third process, and the
+// answer waits for the downstream one. On a machine with few cores, that
+// second pass's CPU and wake-ups are what limit it. "relayed vs direct" is
+// therefore the best "2 vs 1" a scheme as cheap as raw TCP could reach here,
+// and "2 vs 1 / ceiling" (JSON: vs_ceiling) says how far factor 2 is from it
+// (1: as good as the ceiling; latency above 1 and GB/s below 1: worse).
 //
 // Failover: one client pushes 4 KiB one at a time while the primary is
 // SIGKILLed; one sample is the time from the kill to the completion of the
@@ -21,7 +35,8 @@
 // catches up by state transfer ("rejoin": from its start until etcd's
 // in_sync set holds both again) before the next kill. Lease TTL 1 s.
 //
-// Prints a table, then one JSON line. Needs Debian's etcd-server.
+// Prints a table, then one JSON line. Needs Debian's etcd-server. The same
+// binary is also the ceiling's peer and relay (--role).
 #include <signal.h>
 
 #include <algorithm>
@@ -42,19 +57,28 @@
 #include "client/client.h"
 #include "common/process_tuning.h"
 #include "common/status_macros.h"
+#include "tests/bench/transport_bench_ceiling.h"
 #include "tests/cluster_harness.h"
+#include "tests/replication/relay_ceiling.h"
 #include "tests/replication/replicated_shard.h"
 
 ABSL_FLAG(int, rounds, 5, "alternated rounds");
 ABSL_FLAG(int, small_ops, 2000, "4 KiB pushes per round and side");
 ABSL_FLAG(int, big_ops, 10, "16 MiB pushes per round and side");
 ABSL_FLAG(int, kills, 20, "SIGKILLs of the primary (0: no failover part)");
+// The ceiling's child processes (relay_ceiling.h); not for people.
+ABSL_FLAG(std::string, role, "bench", "bench | tcp_peer | tcp_relay");
+ABSL_FLAG(std::string, port_file, "", "tcp_peer, tcp_relay: write the port here");
+ABSL_FLAG(int, next_port, 0, "tcp_relay: the peer's port on 127.0.0.1");
+ABSL_FLAG(int, parent_pid, 0, "tcp_peer, tcp_relay: the bench's pid");
 
 namespace ps::testing {
 namespace {
 
 constexpr uint64_t kTableFloats = 4 << 20;  // 16 MiB
 constexpr uint64_t kSmallFloats = 1024;     // 4 KiB
+// The ceiling's answer to each payload (a push's answer is about as small).
+constexpr uint64_t kAnswerBytes = 16;
 
 // The q-quantile (0 <= q <= 1) of `v`, nearest rank.
 double Quantile(std::vector<double> v, double q) {
@@ -95,6 +119,23 @@ absl::Status Round(Client& client, Side* side) {
   double sum = 0;
   for (double us : big) sum += us;
   side->big_gbps.push_back(kTableFloats * 4 / (sum / big.size()) / 1e3);
+  return absl::OkStatus();
+}
+
+// One round of the ceiling's side `relayed` (or direct): the same payloads,
+// as often as the pushes.
+absl::Status TcpRound(RelayCeiling& ceiling, bool relayed, Side* side) {
+  const std::vector<bench::Exchange> exchanges = {
+      {kSmallFloats * 4, kAnswerBytes}, {kTableFloats * 4, kAnswerBytes}};
+  ASSIGN_OR_RETURN(
+      std::vector<bench::Timing> t,
+      ceiling.Measure(relayed, exchanges, [](const bench::Exchange& e) {
+        return absl::GetFlag(e.first == kSmallFloats * 4 ? FLAGS_small_ops
+                                                         : FLAGS_big_ops);
+      }));
+  side->small_p50_us.push_back(t[0].p50_s * 1e6);
+  side->small_p99_us.push_back(t[0].p99_s * 1e6);
+  side->big_gbps.push_back(kTableFloats * 4 / t[1].mean_s / 1e9);
   return absl::OkStatus();
 }
 
@@ -188,28 +229,71 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
-void Print(int rounds, const Side& one, const Side& two, const Failovers& f) {
-  const double p50_1 = Median(one.small_p50_us), p50_2 = Median(two.small_p50_us);
-  const double p99_1 = Median(one.small_p99_us), p99_2 = Median(two.small_p99_us);
-  const double big_1 = Median(one.big_gbps), big_2 = Median(two.big_gbps);
+// The four sides of the alternated rounds, in their order on even rounds.
+enum SideIndex { kFactor1, kFactor2, kTcpDirect, kTcpRelayed, kNumSides };
+
+// One case's medians over rounds, one per side.
+struct Row {
+  const char* label;     // in the table
+  const char* json_key;  // in the JSON line
+  const char* unit;      // "us" or "GB/s"
+  int decimals;          // of the values in the table
+  double side[kNumSides];
+
+  double ratio() const { return side[kFactor2] / side[kFactor1]; }
+  double ceiling() const { return side[kTcpRelayed] / side[kTcpDirect]; }
+};
+
+void PrintRow(const Row& row) {
+  std::printf("%-15s", row.label);
+  for (int i = 0; i < kNumSides; ++i) {
+    std::printf(" %8.*f %-4s", row.decimals, row.side[i], row.unit);
+    if (i == kFactor2) std::printf(" %6.2fx", row.ratio());
+  }
+  std::printf(" %8.2fx %9.2fx\n", row.ceiling(), row.ratio() / row.ceiling());
+}
+
+std::string RowJson(const Row& row) {
+  return absl::StrFormat(
+      "\"%s\":{\"factor_1\":%.6g,\"factor_2\":%.6g,\"ratio\":%.3f,"
+      "\"tcp_direct\":%.6g,\"tcp_relayed\":%.6g,\"ceiling_ratio\":%.3f,"
+      "\"vs_ceiling\":%.3f}",
+      row.json_key, row.side[kFactor1], row.side[kFactor2], row.ratio(),
+      row.side[kTcpDirect], row.side[kTcpRelayed], row.ceiling(),
+      row.ratio() / row.ceiling());
+}
+
+void Print(int rounds, const Side (&sides)[kNumSides], const Failovers& f) {
+  Row rows[3] = {{"push 4 KiB p50", "push_4k_p50_us", "us", 1, {}},
+                 {"push 4 KiB p99", "push_4k_p99_us", "us", 1, {}},
+                 {"push 16 MiB", "push_16m_gbps", "GB/s", 2, {}}};
+  for (int i = 0; i < kNumSides; ++i) {
+    rows[0].side[i] = Median(sides[i].small_p50_us);
+    rows[1].side[i] = Median(sides[i].small_p99_us);
+    rows[2].side[i] = Median(sides[i].big_gbps);
+  }
   std::printf("replication_bench: 1 shard, %d alternated rounds (medians), "
-              "%d x 4 KiB and %d x 16 MiB pushes per round and side\n",
+              "%d x 4 KiB and %d x 16 MiB pushes per round and side; ceiling: "
+              "the same payloads over loopback TCP, direct and relayed\n",
               rounds, absl::GetFlag(FLAGS_small_ops),
               absl::GetFlag(FLAGS_big_ops));
-  std::printf("%-16s %16s %16s %12s\n", "case", "factor 1", "factor 2",
-              "2 vs 1");
-  std::printf("%-16s %13.1f us %13.1f us %11.2fx\n", "push 4 KiB p50", p50_1,
-              p50_2, p50_2 / p50_1);
-  std::printf("%-16s %13.1f us %13.1f us %11.2fx\n", "push 4 KiB p99", p99_1,
-              p99_2, p99_2 / p99_1);
-  std::printf("%-16s %11.2f GB/s %11.2f GB/s %11.2fx\n", "push 16 MiB", big_1,
-              big_2, big_2 / big_1);
+  std::printf("%-15s %13s %13s %7s %13s %13s %9s %10s\n", "case", "factor 1",
+              "factor 2", "2 vs 1", "TCP direct", "TCP relayed", "relayed",
+              "2 vs 1 /");
+  std::printf("%-15s %13s %13s %7s %13s %13s %9s %10s\n", "", "", "", "", "",
+              "", "vs direct", "ceiling");
+  std::string json = absl::StrFormat(
+      "{\"benchmark\":\"replication\",\"rounds\":%d", rounds);
+  for (const Row& row : rows) {
+    PrintRow(row);
+    absl::StrAppend(&json, ",", RowJson(row));
+  }
   std::string failover_json = "null";
   if (!f.failover_ms.empty()) {
     const auto max = [](const std::vector<double>& v) {
       return *std::max_element(v.begin(), v.end());
     };
-    std::printf("%-16s median %.0f ms, max %.0f ms over %zu kills; rejoin "
+    std::printf("%-15s median %.0f ms, max %.0f ms over %zu kills; rejoin "
                 "median %.0f ms, max %.0f ms\n",
                 "failover", Median(f.failover_ms), max(f.failover_ms),
                 f.failover_ms.size(), Median(f.rejoin_ms), max(f.rejoin_ms));
@@ -219,19 +303,7 @@ void Print(int rounds, const Side& one, const Side& two, const Failovers& f) {
         f.failover_ms.size(), Median(f.failover_ms), max(f.failover_ms),
         Median(f.rejoin_ms), max(f.rejoin_ms));
   }
-  std::printf(
-      "%s\n",
-      absl::StrFormat(
-          "{\"benchmark\":\"replication\",\"rounds\":%d,"
-          "\"push_4k_p50_us\":{\"factor_1\":%.1f,\"factor_2\":%.1f,"
-          "\"ratio\":%.3f},"
-          "\"push_4k_p99_us\":{\"factor_1\":%.1f,\"factor_2\":%.1f,"
-          "\"ratio\":%.3f},"
-          "\"push_16m_gbps\":{\"factor_1\":%.6g,\"factor_2\":%.6g,"
-          "\"ratio\":%.3f},\"failover\":%s}",
-          rounds, p50_1, p50_2, p50_2 / p50_1, p99_1, p99_2, p99_2 / p99_1,
-          big_1, big_2, big_2 / big_1, failover_json)
-          .c_str());
+  std::printf("%s,\"failover\":%s}\n", json.c_str(), failover_json.c_str());
 }
 
 int Run() {
@@ -269,18 +341,32 @@ int Run() {
     return Fail("connect", replicated_client.status());
   }
 
-  Side unreplicated, replicated;
+  absl::StatusOr<std::unique_ptr<RelayCeiling>> ceiling = RelayCeiling::Start();
+  if (!ceiling.ok()) return Fail("TCP ceiling", ceiling.status());
+
+  Side sides[kNumSides];
   const int rounds = absl::GetFlag(FLAGS_rounds);
   for (int r = 0; r < rounds; ++r) {
-    // Flipped every round, so neither side always goes first.
-    const bool flip = r % 2 == 1;
-    for (int k = 0; k < 2; ++k) {
-      const bool rep = (k == 1) != flip;
-      s = Round(rep ? **replicated_client : **single_client,
-                rep ? &replicated : &unreplicated);
-      if (!s.ok()) return Fail(rep ? "replicated" : "unreplicated", s);
+    // Reversed every round, so no side always goes first or last.
+    for (int k = 0; k < kNumSides; ++k) {
+      const int i = r % 2 == 1 ? kNumSides - 1 - k : k;
+      switch (i) {
+        case kFactor1:
+          s = Round(**single_client, &sides[i]);
+          break;
+        case kFactor2:
+          s = Round(**replicated_client, &sides[i]);
+          break;
+        default:
+          s = TcpRound(**ceiling, i == kTcpRelayed, &sides[i]);
+      }
+      static constexpr const char* kNames[kNumSides] = {
+          "unreplicated", "replicated", "TCP direct", "TCP relayed"};
+      if (!s.ok()) return Fail(kNames[i], s);
     }
   }
+  s = (*ceiling)->Stop();
+  if (!s.ok()) return Fail("TCP ceiling", s);
   if (shard.InSync().size() != 2) {
     return Fail("replicas", absl::InternalError("a backup fell out of sync"));
   }
@@ -292,7 +378,7 @@ int Run() {
                         &failovers);
     if (!s.ok()) return Fail(absl::StrCat("failover ", k + 1), s);
   }
-  Print(rounds, unreplicated, replicated, failovers);
+  Print(rounds, sides, failovers);
   return 0;
 }
 
@@ -303,5 +389,14 @@ int main(int argc, char** argv) {
   ps::TuneAllocatorForLargeMessages();
   ps::DisableMutexDeadlockDetection();
   absl::ParseCommandLine(argc, argv);
+  const std::string role = absl::GetFlag(FLAGS_role);
+  if (role != "bench") {
+    return ps::testing::RunRelayCeilingRole(
+        role, absl::GetFlag(FLAGS_port_file), absl::GetFlag(FLAGS_next_port),
+        absl::GetFlag(FLAGS_parent_pid));
+  }
+  // A ceiling child that dies mid-exchange must end the bench with a
+  // message, not with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   return ps::testing::Run();
 }
