@@ -76,6 +76,23 @@ absl::StatusOr<std::string> NormalizeAdvertiseHost(const std::string& host) {
   return host;
 }
 
+namespace {
+
+// Where backups and clients reach a replica: the advertised host, else the
+// listen address's host, a wildcard replaced by the configured servers[i]'s.
+std::string ReplicaHost(const std::string& advertise_host,
+                        const std::string& listen_address,
+                        const std::string& configured) {
+  std::string host = advertise_host;
+  if (host.empty()) host = listen_address.substr(0, listen_address.rfind(':'));
+  if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+    host = configured.substr(0, configured.rfind(':'));
+  }
+  return host;
+}
+
+}  // namespace
+
 void ParameterServerProcess::CreateReplica() {
   HealthService* health = health_.get();
   health->SetServingStatus(kReplicaServiceName, false);  // until it has state
@@ -216,7 +233,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(service_.get());
   builder.RegisterService(health_.get());
-  if (replica_ != nullptr) builder.RegisterService(replica_.get());
+  if (replica_ != nullptr) builder.RegisterService(replica_->follow_service());
   queue_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
@@ -228,16 +245,8 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
         absl::StrCat("cannot listen on ", listen_address_));
   }
   if (replica_ != nullptr) {
-    // Backups and clients reach this replica at the advertised host, else
-    // at the listen address, a wildcard replaced by servers[i]'s host.
-    std::string host = options_.advertise_host;
-    if (host.empty()) {
-      host = listen_address_.substr(0, listen_address_.rfind(':'));
-    }
-    if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
-      const std::string& configured = config_.servers[shard_index_];
-      host = configured.substr(0, configured.rfind(':'));
-    }
+    const std::string host = ReplicaHost(
+        options_.advertise_host, listen_address_, config_.servers[shard_index_]);
     if (absl::Status s = replica_->Start(absl::StrCat(host, ":", port));
         !s.ok()) {
       server_->Shutdown();
@@ -249,6 +258,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   service_->ServeUnaryMethods(queue_.get());
   health_->Serve(queue_.get());
   data_streams_->Start();
+  if (replica_ != nullptr) replica_->StartFollowService(queue_.get());
   queue_->Start();
   shard_->Start();
   if (checkpointer_ != nullptr) checkpointer_->Start();

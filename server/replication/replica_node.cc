@@ -95,6 +95,7 @@ void ReplicaNode::Stop() {
     if (stopping_) return;
     stopping_ = true;
     if (follow_context_ != nullptr) follow_context_->TryCancel();
+    for (auto& link : links_) BreakLinkLocked(*link);
   }
   if (elector_ != nullptr) (void)elector_->Resign();
   if (control_thread_.joinable()) control_thread_.join();
@@ -104,7 +105,6 @@ void ReplicaNode::Stop() {
     absl::MutexLock lock(&mu_);
     for (auto& [seq, op] : waiting_) failed.push_back(op);
     waiting_.clear();
-    for (auto& link : links_) link->broken = true;
   }
   for (auto& op : failed) {
     op->done(ErrorResponse(op->response.request_id(),
@@ -154,7 +154,7 @@ void ReplicaNode::Fence(const std::string& why) {
     fenced_reason_ = why;
     for (auto& [seq, op] : waiting_) failed.push_back(op);
     waiting_.clear();
-    for (auto& link : links_) link->broken = true;
+    for (auto& link : links_) BreakLinkLocked(*link);
     if (follow_context_ != nullptr) follow_context_->TryCancel();
   }
   // The waiting pushes were never acknowledged; their clients resend them

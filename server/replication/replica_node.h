@@ -61,8 +61,10 @@
 // it as the Follow stream's replay.
 //
 // Thread safety: thread-safe. Owns a control thread (role changes, etcd
-// writes) and a follow thread (backup side); the Follow service runs on
-// gRPC's sync threads. Stop() joins everything.
+// writes) and a follow thread (backup side); the Follow service runs on the
+// server's completion queue (FollowCall, replica_node_follow.cc), a thread
+// per call only while it encodes the snapshot. Stop() joins the threads and
+// cancels the Follow calls (the server's shutdown ends them).
 #ifndef PS_SERVER_REPLICATION_REPLICA_NODE_H_
 #define PS_SERVER_REPLICATION_REPLICA_NODE_H_
 
@@ -88,12 +90,12 @@
 #include "server/replication/keys.h"
 #include "server/replication/replication.grpc.pb.h"
 #include "server/replication/term_fence.h"
+#include "server/server_queue.h"
 #include "server/shard.h"
 
 namespace ps::replication {
 
-class ReplicaNode final : public Replication::Service,
-                          public Shard::StepSequencer {
+class ReplicaNode final : public Shard::StepSequencer {
  public:
   enum class Role { kStarting, kBackup, kPrimary, kFenced };
 
@@ -139,14 +141,30 @@ class ReplicaNode final : public Replication::Service,
       const absl::flat_hash_set<uint32_t>& members) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Replication::Service: a backup follows this primary.
-  grpc::Status Follow(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) override;
+  // The Replication service (a backup follows this primary), served on the
+  // server's completion queue: register follow_service() with the builder
+  // before BuildAndStart, call StartFollowService(queue) once after it.
+  // `queue` outlives every call (ServerQueue::Stop waits for them).
+  grpc::Service* follow_service() { return &follow_service_; }
+  void StartFollowService(ServerQueue* queue);
 
  private:
-  struct Op;    // a sequenced push waiting for its acks
-  struct Link;  // one backup's stream (primary side)
+  struct Op;          // a sequenced push waiting for its acks
+  struct Link;        // one backup's stream (primary side)
+  class FollowCall;   // the Follow call a Link writes to (primary side)
+
+  // Waits on queue_ for the next Follow call.
+  void RequestFollowCall();
+  // Marks `link` broken and cancels its call, so that the call ends and
+  // its backup sees the stream end.
+  void BreakLinkLocked(Link& link) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the write of `link`'s queue if its call has none in flight.
+  void KickLinkLocked(Link& link) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A backup's ack arrived on `link`'s call: completes the entries it
+  // acknowledges into *finished (answered by the caller through Finish).
+  void AcceptAckLocked(Link& link, uint64_t applied_seq,
+                       std::vector<std::shared_ptr<Op>>* finished)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Primary side: registers `link` (a new backup) and snapshots the shard
   // for it at the current sequence number, which *first gets with the term;
@@ -156,9 +174,6 @@ class ReplicaNode final : public Replication::Service,
                                         FollowMessage* first,
                                         std::vector<Entry>* replay)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Primary side: applies a backup's acks until its stream ends.
-  void ReadAcks(const std::shared_ptr<Link>& link,
-                grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream);
   void ControlLoop();
   // The control loop's view of this replica's follow thread.
   struct FollowProgress {
@@ -279,6 +294,8 @@ class ReplicaNode final : public Replication::Service,
   std::unique_ptr<Elector> elector_;
   // How the follow thread connects to the primary (the config's tls).
   std::shared_ptr<grpc::ChannelCredentials> follow_credentials_;
+  Replication::AsyncService follow_service_;
+  ServerQueue* queue_ = nullptr;  // set by StartFollowService
 
   TermFence fence_;
 

@@ -33,9 +33,10 @@ struct ReplicaNode::Link {
   uint64_t last_enqueued = 0;  // the last entry that waits for this link
   bool caught_up = false;     // acked the snapshot: goes into in_sync
   bool snapshot_sent = false;  // the ack timeout applies from then on
-  // The Follow call's context while its handler runs (null after): dropping
-  // a silent backup cancels the call, whatever its writer is blocked on.
-  grpc::ServerContext* context = nullptr;
+  // The Follow call writing to this backup, until the call ends (null
+  // after): entries queued here are written by it (FollowCall), and
+  // BreakLinkLocked cancels it.
+  FollowCall* call = nullptr;
   bool broken = false;        // no more acks will come
   std::deque<Entry> queue;    // sequenced, not yet written
   // While entries wait for this link's ack (acked < last_enqueued): when it

@@ -10,8 +10,6 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "proto/ops.h"
-#include "server/bearer_auth.h"
-#include "server/checkpoint_format.h"
 #include "server/replication/keys.h"
 #include "server/replication/replica_node_internal.h"
 #include "spdlog/spdlog.h"
@@ -21,20 +19,6 @@
 // serving without etcd, and the Follow service a backup calls.
 namespace ps::replication {
 namespace {
-
-// A follower receives the whole shard: the cluster's bearer token is
-// required as on every other RPC (server/bearer_auth.h).
-grpc::Status CheckFollower(const grpc::ServerContext& context,
-                           const std::string& auth_token) {
-  const absl::Status auth =
-      CheckBearer(context, ExpectedAuthorization(auth_token));
-  return auth.ok() ? grpc::Status::OK
-                   : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                  std::string(auth.message()));
-}
-
-// The snapshot's pieces (FollowMessage.snapshot).
-constexpr size_t kSnapshotChunkBytes = 1 << 20;
 
 // The request as the primary applied it, for the backups: a DataRequest's
 // wire bytes, the scalar fields and keys serialized by protobuf and the
@@ -69,36 +53,6 @@ std::string SerializeView(const DataRequestView& view) {
   std::memcpy(out.data() + at, header, end - header);
   view.values.CopyTo(0, n, out.data() + at + (end - header));
   return out;
-}
-
-// A CheckpointSink into a string.
-class StringSink final : public CheckpointSink {
- public:
-  explicit StringSink(std::string* out) : out_(out) {}
-  void Write(const char* data, size_t n) override { out_->append(data, n); }
-
- private:
-  std::string* const out_;
-};
-
-// Sends `snapshot` in pieces of kSnapshotChunkBytes, each a copy of
-// `header` (term, snapshot_seq) with its piece, the last one with `replay`;
-// false when a write failed.
-bool WriteSnapshot(
-    const FollowMessage& header, const std::string& snapshot,
-    std::vector<Entry> replay,
-    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
-  for (size_t at = 0; at == 0 || at < snapshot.size();
-       at += kSnapshotChunkBytes) {
-    FollowMessage piece = header;
-    piece.set_snapshot(snapshot.substr(at, kSnapshotChunkBytes));
-    piece.set_snapshot_last(at + kSnapshotChunkBytes >= snapshot.size());
-    if (piece.snapshot_last()) {
-      for (Entry& e : replay) *piece.add_replay() = std::move(e);
-    }
-    if (!stream->Write(piece)) return false;
-  }
-  return true;
 }
 
 // Whether the elector still holds `term` though PrimaryTerm() is empty:
@@ -207,6 +161,7 @@ int ReplicaNode::ForwardLocked(Entry entry) {
       } else {
         link->queue.push_back(entry);
       }
+      KickLinkLocked(*link);  // written now if the stream is idle
     }
     link->last_enqueued = seq;
     ++acks;
@@ -261,8 +216,7 @@ void ReplicaNode::SequenceApplied(
             "backup (they rejoin with a snapshot)",
             shard_->shard_index(), table, request->clock);
         for (const std::shared_ptr<Link>& link : links_) {
-          link->broken = true;
-          if (link->context != nullptr) link->context->TryCancel();
+          BreakLinkLocked(*link);
         }
         in_sync_dirty_ = true;
         wake_ = true;
@@ -478,40 +432,6 @@ bool ReplicaNode::PublishInSync() {
   return true;
 }
 
-void ReplicaNode::ReadAcks(
-    const std::shared_ptr<Link>& link,
-    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
-  FollowRequest ack;
-  while (stream->Read(&ack)) {
-    if (ack.status_code() != 0) {
-      if (ack.status_code() == static_cast<int>(absl::StatusCode::kAborted)) {
-        Fence(absl::StrCat("backup ", link->id, " refused the term: ",
-                           ack.status_message()));
-      }
-      break;
-    }
-    std::vector<std::shared_ptr<Op>> finished;
-    {
-      absl::MutexLock lock(&mu_);
-      if (link->broken) break;
-      for (auto it = waiting_.upper_bound(link->acked);
-           it != waiting_.end() && it->first <= ack.applied_seq();) {
-        const uint64_t seq = it->first;
-        ++it;
-        ArriveLocked(seq, &finished);
-      }
-      link->acked = std::max(link->acked, ack.applied_seq());
-      link->progress = absl::Now();
-      if (!link->caught_up) {
-        link->caught_up = true;
-        in_sync_dirty_ = true;
-        wake_ = true;
-      }
-    }
-    Finish(std::move(finished));
-  }
-}
-
 absl::StatusOr<ShardState> ReplicaNode::AttachLink(
     const std::shared_ptr<Link>& link, FollowMessage* first,
     std::vector<Entry>* replay) {
@@ -519,6 +439,9 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
   if (role_ != Role::kPrimary || stopping_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "replica ", address_, " is ", RoleName(role_), ", not primary"));
+  }
+  if (link->broken) {
+    return absl::CancelledError("the backup's stream ended before its copy");
   }
   // The snapshot holds exactly the entries <= last_seq_: new pushes wait for
   // the sequencer (mu_), earlier ones have finished applying locally.
@@ -540,82 +463,6 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
   return state;
 }
 
-grpc::Status ReplicaNode::Follow(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<FollowMessage, FollowRequest>* stream) {
-  if (grpc::Status auth = CheckFollower(*context, config_.auth_token);
-      !auth.ok()) {
-    return auth;
-  }
-  FollowRequest hello;
-  if (!stream->Read(&hello)) {
-    return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
-  }
-  auto link = std::make_shared<Link>();
-  link->id = hello.replica_id();
-  link->context = context;
-  FollowMessage first;
-  std::vector<Entry> replay;
-  absl::StatusOr<ShardState> state = AttachLink(link, &first, &replay);
-  if (!state.ok()) {
-    return grpc::Status(static_cast<grpc::StatusCode>(state.status().code()),
-                        std::string(state.status().message()));
-  }
-  std::string snapshot;
-  StringSink sink(&snapshot);
-  EncodeCheckpoint(*state, first.snapshot_seq(),
-                   absl::ToUnixMillis(absl::Now()), &sink);
-  spdlog::info("shard {}: backup {} follows from seq {} ({} snapshot bytes, "
-               "{} open-step pushes replayed)",
-               shard_->shard_index(), link->id, first.snapshot_seq(),
-               snapshot.size(), replay.size());
-  auto mark_broken = [this, link] {
-    absl::MutexLock lock(&mu_);
-    if (!link->broken) {
-      link->broken = true;
-      in_sync_dirty_ = true;
-      wake_ = true;
-    }
-  };
-  bool ok = WriteSnapshot(first, snapshot, std::move(replay), stream);
-  {
-    // The snapshot is out: from now on the ack timeout applies.
-    absl::MutexLock lock(&mu_);
-    link->snapshot_sent = true;
-    link->progress = absl::Now();
-  }
-  // Acks, read on a thread of this call's own (joined below).
-  std::thread reader([&] {
-    ReadAcks(link, stream);
-    mark_broken();
-  });
-  while (ok) {
-    FollowMessage batch;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !link->queue.empty() || link->broken || stopping_;
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (link->broken || stopping_) break;
-      batch.set_term(term_);
-      size_t bytes = 0;
-      while (!link->queue.empty() && bytes < kMaxBatchBytes) {
-        bytes += link->queue.front().data_request().size();
-        *batch.add_entries() = std::move(link->queue.front());
-        link->queue.pop_front();
-      }
-    }
-    ok = stream->Write(batch);
-  }
-  mark_broken();
-  context->TryCancel();  // ends the reader's Read
-  reader.join();
-  absl::MutexLock lock(&mu_);
-  link->context = nullptr;
-  return grpc::Status::OK;
-}
-
 bool ReplicaNode::DropSilentBackups() {
   const absl::Duration timeout =
       absl::Milliseconds(config_.replication.ack_timeout_ms);
@@ -634,8 +481,7 @@ bool ReplicaNode::DropSilentBackups() {
                  absl::FormatDuration(now - link->progress),
                  config_.replication.ack_timeout_ms,
                  link->last_enqueued - link->acked);
-    link->broken = true;
-    if (link->context != nullptr) link->context->TryCancel();
+    BreakLinkLocked(*link);
     dropped = true;
   }
   return dropped;
