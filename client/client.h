@@ -305,7 +305,9 @@ class Client {
   // Asks every shard to write its checkpoint now (in parallel) and waits
   // until each is durable, up to client.rpc_timeout_ms. Returns each shard's
   // checkpoint file, in shard order. Errors name the server:
-  // FAILED_PRECONDITION when a server has no server.checkpoint_dir,
+  // FAILED_PRECONDITION when a server has no server.checkpoint_dir (or
+  // refused the checkpoint id three times: a refused id, not newer than a
+  // shard's newest, is retried with a newer one),
   // UNIMPLEMENTED from a server without checkpoint support, UNAVAILABLE when
   // a server cannot be reached or does not finish in time.
   virtual absl::StatusOr<std::vector<std::string>> Checkpoint() = 0;
