@@ -119,15 +119,16 @@ class ReplicaNode::FollowCall final {
   FollowRequest in_ ABSL_GUARDED_BY(node_->mu_);   // hello, then acks
   FollowMessage out_ ABSL_GUARDED_BY(node_->mu_);  // the write in flight
   std::shared_ptr<Link> link_ ABSL_GUARDED_BY(node_->mu_);  // from the hello
-  // The encoded snapshot, its header (term, snapshot_seq) and the replay
-  // that goes with its last piece; snapshot_at_: bytes handed to writes.
+  // The encoded snapshot (never empty: a checkpoint has a header), its
+  // header (term, snapshot_seq) and the replay that goes with its last
+  // piece; snapshot_at_: bytes handed to writes. Released once the last
+  // piece is handed out, so non-empty means pieces are left.
   std::string snapshot_ ABSL_GUARDED_BY(node_->mu_);
   FollowMessage header_ ABSL_GUARDED_BY(node_->mu_);
   std::vector<Entry> replay_ ABSL_GUARDED_BY(node_->mu_);
   size_t snapshot_at_ ABSL_GUARDED_BY(node_->mu_) = 0;
   bool snapshot_ready_ ABSL_GUARDED_BY(node_->mu_) = false;
   bool snapshot_running_ ABSL_GUARDED_BY(node_->mu_) = false;
-  bool pieces_done_ ABSL_GUARDED_BY(node_->mu_) = false;  // all handed out
   bool writing_last_piece_ ABSL_GUARDED_BY(node_->mu_) = false;
   // gRPC operations started and not completed (the done notification too).
   int ops_ ABSL_GUARDED_BY(node_->mu_) = 0;
@@ -318,7 +319,6 @@ void ReplicaNode::FollowCall::NextPieceLocked() {
     for (Entry& e : replay_) *out_.add_replay() = std::move(e);
     replay_.clear();
     std::string().swap(snapshot_);
-    pieces_done_ = true;
     writing_last_piece_ = true;
   }
 }
@@ -339,7 +339,7 @@ void ReplicaNode::FollowCall::AdvanceLocked() {
     return;
   }
   if (write_in_flight_ || !snapshot_ready_) return;
-  if (!pieces_done_) {
+  if (!snapshot_.empty()) {
     NextPieceLocked();
   } else if (!link_->queue.empty()) {
     out_.set_term(node_->term_);
