@@ -51,6 +51,11 @@ struct DataRequestView {
   // element is finite, and consumers need not scan again.
   bool values_finite_known = false;
   bool values_all_finite = false;
+  // Not a wire field: the wall-clock second the request reached the server
+  // (its data stream stamps it), or, on a backup, its primary's stamp sent
+  // with the replicated entry. 0: unstamped. The sparse row lifecycle
+  // counts time by it (ttl_seconds), so every replica counts the same.
+  int64_t received_unix_seconds = 0;
 };
 
 // A view of `request`'s fields; valid while `request` lives unchanged.

@@ -193,7 +193,7 @@ std::atomic<uint64_t> g_bytes_copied{0};
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
-    const grpc::ByteBuffer& buffer) {
+    const grpc::ByteBuffer& buffer, int64_t received_unix_seconds) {
   auto received = std::make_shared<ReceivedDataRequest>();
   if (!buffer.Dump(&received->slices_).ok()) {
     return absl::InvalidArgumentError("malformed DataRequest: unreadable buffer");
@@ -205,6 +205,7 @@ absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
     absl::Status s = DecodeDataRequestPieces(pieces, &view, &keys, &values);
     if (!s.ok()) return s;
   }
+  view.received_unix_seconds = received_unix_seconds;
   // Keys: viewed when whole and 8-aligned, else one copy (they are small).
   if (keys.present && keys.size > 0 &&
       (view.keys.empty() ||

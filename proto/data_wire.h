@@ -121,7 +121,8 @@ class ReceivedDataRequest {
 
  private:
   friend absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>>
-  DecodeDataRequest(const grpc::ByteBuffer& buffer);
+  DecodeDataRequest(const grpc::ByteBuffer& buffer,
+                    int64_t received_unix_seconds);
 
   std::vector<grpc::Slice> slices_;     // references, not copies
   // The parts of slices_ that hold the values (view_.values points here).
@@ -133,11 +134,12 @@ class ReceivedDataRequest {
 };
 
 // Decodes a DataRequest from `buffer` without flattening it (see
-// ReceivedDataRequest for where keys and values end up). `buffer` may be
-// cleared or reused afterwards (the slices are referenced).
-// INVALID_ARGUMENT as DecodeDataRequestPieces.
+// ReceivedDataRequest for where keys and values end up), stamped with
+// `received_unix_seconds` (DataRequestView's). `buffer` may be cleared or
+// reused afterwards (the slices are referenced). INVALID_ARGUMENT as
+// DecodeDataRequestPieces.
 absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> DecodeDataRequest(
-    const grpc::ByteBuffer& buffer);
+    const grpc::ByteBuffer& buffer, int64_t received_unix_seconds = 0);
 
 // Process-wide counts of DecodeDataRequest(ByteBuffer) (measurements).
 struct DataRequestDecodeStats {

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/completion_tag.h"
 #include "proto/data_wire.h"
 #include "spdlog/spdlog.h"
@@ -128,7 +130,7 @@ class DataStreamCall {
     // Decoded in place: keys and values stay in gRPC's slices (or one
     // aligned copy when a slice boundary or alignment requires it).
     absl::StatusOr<std::shared_ptr<const ReceivedDataRequest>> received =
-        DecodeDataRequest(request_);
+        DecodeDataRequest(request_, absl::ToUnixSeconds(absl::Now()));
     request_.Clear();
     if (!received.ok()) {
       EndReads(/*malformed=*/true);

@@ -54,7 +54,7 @@ Shard::Shard(const ClusterConfig& config, uint32_t shard_index,
     : shard_index_(shard_index),
       num_shards_(static_cast<uint32_t>(config.servers.size())),
       num_workers_(config.num_workers),
-      tables_fixed_(config.replication.factor > 1),
+      replicated_(config.replication.factor > 1),
       options_(config.server),
       backend_(std::move(backend)),
       inline_small_requests_(backend_->name() == "cpu"),
@@ -76,6 +76,7 @@ absl::Status Shard::AddTable(const TableConfig& table) {
   options.reject_non_finite = options_.reject_non_finite;
   options.dedup_window = options_.dedup_window;
   options.memory_budget = &memory_;
+  options.lifecycle_counts_pulls = !replicated_;
   absl::StatusOr<std::unique_ptr<ShardTable>> created = ShardTable::Create(
       table, options, backend_.get(), registry_.FloorClock());
   if (!created.ok()) {
@@ -199,7 +200,7 @@ absl::StatusOr<proto::TableSpec> Shard::CreateTable(
         "') already exists with a different spec than requested for id ",
         config.table_id, " ('", config.name, "')"));
   }
-  if (tables_fixed_) {
+  if (replicated_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create table '", config.name,
         "' at run time on a replicated shard (replication.factor > 1): "
@@ -364,13 +365,14 @@ absl::StatusOr<bool> Shard::ApplyFollowedPush(const DataRequestView& push) {
 
 absl::Status Shard::ApplyFollowedSteps(
     uint32_t table_id, int64_t floor,
-    const absl::flat_hash_set<uint32_t>& members) {
+    const absl::flat_hash_set<uint32_t>& members, int64_t unix_seconds) {
   ShardTable* table = FindTable(table_id);
   if (table == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("table id ", table_id, " does not exist"));
   }
-  RETURN_IF_ERROR(table->ApplyStepsUpTo(floor, members).status());
+  RETURN_IF_ERROR(
+      table->ApplyStepsUpTo(floor, members, unix_seconds).status());
   waits_.Notify();
   return absl::OkStatus();
 }

@@ -171,9 +171,11 @@ class Shard {
   // a table's followed pushes and steps.
   absl::StatusOr<bool> ApplyFollowedPush(const DataRequestView& push);
   // Steps the primary completed (`floor`, `members`: its CompleteSteps
-  // arguments). NOT_FOUND for an unknown table.
+  // arguments; `unix_seconds`: the time its rows' lifecycle counted then,
+  // ShardTable::ApplyStepsUpTo). NOT_FOUND for an unknown table.
   absl::Status ApplyFollowedSteps(uint32_t table_id, int64_t floor,
-                                  const absl::flat_hash_set<uint32_t>& members);
+                                  const absl::flat_hash_set<uint32_t>& members,
+                                  int64_t unix_seconds);
   // A backup that becomes primary: worker membership starts over as after a
   // restore at `now` (WorkerRegistry::Restart): the registry was not
   // replicated, so every worker is pending, adopted by its next request and
@@ -240,10 +242,12 @@ class Shard {
   const uint32_t shard_index_;
   const uint32_t num_shards_;
   const int num_workers_;
-  // replication.factor > 1: table creation is not replicated, so a table
-  // created at run time would exist on the primary alone; CreateTable
-  // refuses new tables (the config's tables exist on every replica).
-  const bool tables_fixed_;
+  // replication.factor > 1. Table creation is not replicated, so a table
+  // created at run time would exist on the primary alone: CreateTable
+  // refuses new tables (the config's tables exist on every replica). Pulls
+  // are not replicated: sparse pulls leave the row lifecycle alone
+  // (ShardTableOptions::lifecycle_counts_pulls).
+  const bool replicated_;
   const ServerOptions options_;
   const std::unique_ptr<UpdateBackend> backend_;
   const bool inline_small_requests_;  // CPU backend: no kernel launches

@@ -101,7 +101,8 @@ absl::StatusOr<std::unique_ptr<ShardTable>> ShardTable::Create(
   if (store.ok() && config.kind == TableKind::kSparse) {
     absl::StatusOr<std::unique_ptr<SparseRows>> rows =
         SparseRows::Create(config, options.shard_index, options.num_shards,
-                           store->get(), options.memory_budget);
+                           store->get(), options.memory_budget,
+                           options.lifecycle_counts_pulls);
     if (rows.ok()) {
       sparse = *std::move(rows);
     } else {
@@ -307,9 +308,10 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
     RETURN_IF_ERROR(policy_->AdmitPush(request, config_));
   }
   std::vector<uint64_t> rows;
+  const absl::Time now = LifecycleTime(request.received_unix_seconds);
   if (sparse_ != nullptr) {
     RETURN_IF_ERROR(sparse_->Resolve(ids, IsPush(request.op), request.clock,
-                                     options_.now(), &rows));
+                                     now, pushes_, &rows));
   }
   if (IsPush(request.op)) {
     RETURN_IF_ERROR(PushLocked(request, rows));
@@ -324,8 +326,9 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
   response->set_step(steps());
   // Rows the eviction rules expire go now, except while a sync step has
   // accumulated gradients on rows (they are applied by row number).
-  if (sparse_ != nullptr && !policy_->HasOpenStepPushes()) {
-    sparse_->Sweep(options_.now());
+  if (sparse_ != nullptr && !policy_->HasOpenStepPushes() &&
+      (IsPush(request.op) || options_.lifecycle_counts_pulls)) {
+    sparse_->Sweep(now);
   }
   return absl::OkStatus();
 }
@@ -336,8 +339,9 @@ absl::Status ShardTable::AnswerDuplicateLocked(
   if (IsPull(request.op)) {
     std::vector<uint64_t> rows;
     if (sparse_ != nullptr) {
-      RETURN_IF_ERROR(sparse_->Resolve(ids, /*push=*/false, request.clock,
-                                       options_.now(), &rows));
+      RETURN_IF_ERROR(sparse_->Resolve(
+          ids, /*push=*/false, request.clock,
+          LifecycleTime(request.received_unix_seconds), pushes_, &rows));
     }
     RETURN_IF_ERROR(PullLocked(request, ids, rows, response));
   }
@@ -458,10 +462,22 @@ uint64_t ShardTable::version() const {
 }
 
 absl::StatusOr<int64_t> ShardTable::ApplyStepsUpTo(
-    int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live) {
+    int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live,
+    int64_t unix_seconds) {
   if (!policy_->HasSteps()) return 0;  // no need to wait for the table's lock
   absl::MutexLock lock(&mu_);
-  return policy_->CompleteSteps(floor_clock, live, *this);
+  absl::StatusOr<int64_t> advanced =
+      policy_->CompleteSteps(floor_clock, live, *this);
+  if (advanced.ok() && *advanced > 0 && sparse_ != nullptr &&
+      !policy_->HasOpenStepPushes()) {
+    sparse_->Sweep(LifecycleTime(unix_seconds));
+  }
+  return advanced;
+}
+
+absl::Time ShardTable::LifecycleTime(int64_t unix_seconds) const {
+  return unix_seconds != 0 ? absl::FromUnixSeconds(unix_seconds)
+                           : options_.now();
 }
 
 void ShardTable::FillStats(proto::TableStats* stats) const {

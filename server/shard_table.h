@@ -11,7 +11,12 @@
 // initializer's values and its pushed gradients are only counted. After
 // each request the table drops the rows its eviction rules expire (sync
 // tables: only at step boundaries, so an open step's accumulated rows stay),
-// and freed rows are reused. Stores keep values and optimizer state in the
+// and freed rows are reused. The lifecycle's wall clock (ttl_seconds) is the
+// second a request arrived (DataRequestView::received_unix_seconds; the
+// table's own clock for requests without one), so a replica's backups,
+// which apply their primary's requests with its stamps, count the same
+// time; on a replicated shard pulls leave the lifecycle alone
+// (lifecycle_counts_pulls below). Stores keep values and optimizer state in the
 // table's storage_type / state_type (update_backend.h).
 //
 // Memory: a dense table's store and every sparse row are charged to the
@@ -70,8 +75,14 @@ struct ShardTableOptions {
   // The server's table memory (shared by its tables; null: not counted).
   // REQUIRES: outlives the table.
   MemoryBudget* memory_budget = nullptr;
-  // Wall clock of ttl_seconds eviction (tests replace it).
+  // Wall clock of ttl_seconds eviction for requests that carry no arrival
+  // second (tests replace it).
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Whether sparse pulls take part in the row lifecycle: create rows
+  // (admit-all), count as accesses for max_rows_per_shard, and sweep. Off
+  // on a replicated shard: its backups see only pushes, and each replica's
+  // rows must follow from those alone (server/rows/sparse_rows.h).
+  bool lifecycle_counts_pulls = true;
 };
 
 // One chunk of a sparse table's export (ShardTable::ExportRows).
@@ -146,9 +157,12 @@ class ShardTable : private TableUpdates {
 
   // Completes every step below `floor_clock` (the policy's CompleteSteps);
   // `live` are the live workers. Returns how many steps advanced. No-op for
-  // modes without steps.
+  // modes without steps. A sparse table then drops the rows its eviction
+  // rules expire at `unix_seconds` (0: the table's clock), as after a
+  // request.
   absl::StatusOr<int64_t> ApplyStepsUpTo(
-      int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live);
+      int64_t floor_clock, const absl::flat_hash_set<uint32_t>& live,
+      int64_t unix_seconds = 0);
 
   void FillStats(proto::TableStats* stats) const;
 
@@ -204,6 +218,10 @@ class ShardTable : private TableUpdates {
                              bool push) const;
   absl::Status ValidateSparse(const DataRequestView& request,
                               bool push) const;
+
+  // The row lifecycle's time of a request that arrived at `unix_seconds`
+  // (0: not stamped, options_.now()).
+  absl::Time LifecycleTime(int64_t unix_seconds) const;
 
   // The answer to a push already applied: no update; a PUSH_PULL reads.
   absl::Status AnswerDuplicateLocked(const DataRequestView& request,

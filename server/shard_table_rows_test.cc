@@ -11,6 +11,7 @@
 #include "common/bytes.h"
 #include "common/value_type.h"
 #include "gtest/gtest.h"
+#include "proto/data_request_view.h"
 #include "server/initializer.h"
 #include "server/rows/row_cost.h"
 #include "server/shard_table.h"
@@ -57,11 +58,13 @@ std::vector<float> Initial(uint64_t id, const TableConfig& t = Sparse()) {
 class ShardTableRowsTest : public ::testing::Test {
  protected:
   std::unique_ptr<ShardTable> Make(const TableConfig& config,
-                                   MemoryBudget* budget = nullptr) {
+                                   MemoryBudget* budget = nullptr,
+                                   bool lifecycle_counts_pulls = true) {
     ShardTableOptions options;
     options.num_workers = 2;
     options.memory_budget = budget;
     options.now = [this] { return now_; };
+    options.lifecycle_counts_pulls = lifecycle_counts_pulls;
     absl::StatusOr<std::unique_ptr<ShardTable>> t =
         ShardTable::Create(config, options, backend_.get());
     EXPECT_TRUE(t.ok()) << t.status();
@@ -85,6 +88,17 @@ class ShardTableRowsTest : public ::testing::Test {
 
   std::vector<float> Pull(ShardTable& table, uint64_t id) {
     return Run(table, Req(proto::PULL, {id}));
+  }
+
+  // Runs `r` as received at `unix_seconds` (the data stream's stamp).
+  void RunAt(ShardTable& table, const proto::DataRequest& r,
+             int64_t unix_seconds) {
+    DataRequestView view = ViewOf(r);
+    view.received_unix_seconds = unix_seconds;
+    proto::DataResponse response;
+    absl::Status s = table.Validate(view);
+    if (s.ok()) s = table.Execute(view, &response);
+    EXPECT_TRUE(s.ok()) << s;
   }
 
   proto::TableStats Stats(const ShardTable& table) {
@@ -174,6 +188,43 @@ TEST_F(ShardTableRowsTest, TtlSecondsDropsRowsNotPushedInTime) {
   EXPECT_EQ(Pull(*table, 2), two);
 }
 
+// A request's arrival second, not the table's clock, is the lifecycle's
+// time: a backup applies its primary's requests with the primary's stamps.
+TEST_F(ShardTableRowsTest, ArrivalStampIsTheTtlSecondsClock) {
+  TableConfig t = Sparse();
+  t.eviction.ttl_seconds = 60;
+  std::unique_ptr<ShardTable> table = Make(t);
+  const int64_t t0 = absl::ToUnixSeconds(now_);
+  RunAt(*table, Req(proto::PUSH, {1}, std::vector<float>(3, 1.0f)), t0 + 5);
+  RunAt(*table, Req(proto::PUSH, {2}, std::vector<float>(3, 1.0f)), t0 + 65);
+  EXPECT_EQ(Stats(*table).rows_evicted(), 0u);  // 1 is 60 s old, not more
+  RunAt(*table, Req(proto::PUSH, {2}, std::vector<float>(3, 1.0f)), t0 + 66);
+  EXPECT_EQ(Stats(*table).rows_evicted(), 1u);  // options.now never moved
+  EXPECT_EQ(Stats(*table).num_rows(), 1u);
+}
+
+// A replicated shard's tables (lifecycle_counts_pulls off): a pull reads
+// but creates no row, refreshes none and sweeps nothing.
+TEST_F(ShardTableRowsTest, PullsLeaveTheLifecycleAloneWhenTheyDoNotCount) {
+  TableConfig t = Sparse();
+  t.eviction.ttl_seconds = 60;
+  t.eviction.max_rows_per_shard = 2;
+  std::unique_ptr<ShardTable> table =
+      Make(t, nullptr, /*lifecycle_counts_pulls=*/false);
+  const int64_t t0 = absl::ToUnixSeconds(now_);
+  EXPECT_EQ(Pull(*table, 5), Initial(5));
+  EXPECT_EQ(Stats(*table).num_rows(), 0u);
+  RunAt(*table, Req(proto::PUSH, {1}, std::vector<float>(3, 1.0f)), t0);
+  RunAt(*table, Req(proto::PUSH, {2}, std::vector<float>(3, 1.0f)), t0);
+  RunAt(*table, Req(proto::PULL, {1}), t0 + 100);
+  EXPECT_EQ(Stats(*table).rows_evicted(), 0u);
+  EXPECT_EQ(Stats(*table).num_rows(), 2u);
+  // The next push sweeps: both rows are 100 s old.
+  RunAt(*table, Req(proto::PUSH, {3}, std::vector<float>(3, 1.0f)), t0 + 100);
+  EXPECT_EQ(Stats(*table).rows_evicted(), 2u);
+  EXPECT_EQ(Stats(*table).num_rows(), 1u);
+}
+
 TEST_F(ShardTableRowsTest, SyncTablesEvictOnlyAtStepBoundaries) {
   TableConfig t = Sparse(Consistency::kSync);
   t.eviction.max_rows_per_shard = 1;
@@ -183,9 +234,8 @@ TEST_F(ShardTableRowsTest, SyncTablesEvictOnlyAtStepBoundaries) {
   // Mid-step: all three rows stay (their gradients wait in the accumulator).
   EXPECT_EQ(Stats(*table).num_rows(), 3u);
   ASSERT_TRUE(table->ApplyStepsUpTo(1, {0, 1}).ok());
-  // The step applied the mean gradient (1 + 0) / 2 to rows 1 and 2.
-  // The next request at the boundary sweeps down to one row.
-  Run(*table, Req(proto::PULL, {3}, {}, 1, 0));
+  // The step applied the mean gradient (1 + 0) / 2 to rows 1 and 2, and
+  // its completion swept down to one row.
   EXPECT_EQ(Stats(*table).num_rows(), 1u);
   std::vector<float> three = Initial(3, t);
   for (float& v : three) v -= 0.5f * 0.5f;

@@ -262,7 +262,9 @@ class ReplicaNode final : public Shard::StepSequencer {
   // follow thread.
   absl::Status ApplyOrderedPush(const DataRequestView& request,
                                 const Entry& entry) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status ApplySteps(const Steps& steps) ABSL_LOCKS_EXCLUDED(mu_);
+  // `unix_seconds`: the entry's (the primary's time of the steps).
+  absl::Status ApplySteps(const Steps& steps, int64_t unix_seconds)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Fence(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // One fewer ack awaited for `seq`; completes the op when none are left.
   void ArriveLocked(uint64_t seq, std::vector<std::shared_ptr<Op>>* done)

@@ -19,6 +19,24 @@
 // order, acknowledged), and what it does when its stream ends (follow the
 // leader again, fence itself, or end a dead primary's term).
 namespace ps::replication {
+namespace {
+
+// The push of a replicated entry as the primary applied it: a view into the
+// entry's bytes, with the primary's arrival stamp (the row lifecycle's
+// time). Its op is PUSH: a PUSH_PULL's pull half was answered by the
+// primary; here it would only cost time, or wait (ssp: on a registry
+// nobody updates here).
+absl::Status DecodeEntryPush(const Entry& entry, DataRequestView* push) {
+  if (!DecodeDataRequest(entry.data_request(), push).ok()) {
+    return absl::DataLossError(
+        absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
+  }
+  push->op = proto::PUSH;
+  push->received_unix_seconds = entry.unix_seconds();
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
                                  FollowProgress* follow) {
@@ -167,11 +185,7 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
       // The open sync steps' pushes, which the copy leaves out.
       for (const Entry& entry : message.replay()) {
         DataRequestView push;
-        if (!DecodeDataRequest(entry.data_request(), &push).ok()) {
-          return absl::DataLossError(absl::StrCat(
-              "replayed entry ", entry.seq(), " is not a DataRequest"));
-        }
-        push.op = proto::PUSH;  // as in ApplyEntries
+        RETURN_IF_ERROR(DecodeEntryPush(entry, &push));
         RETURN_IF_ERROR(ApplyOrderedPush(push, entry));
       }
     }
@@ -225,7 +239,7 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
                                               applied, " (a gap)"));
     }
     if (entry.has_steps()) {
-      RETURN_IF_ERROR(ApplySteps(entry.steps()));
+      RETURN_IF_ERROR(ApplySteps(entry.steps(), entry.unix_seconds()));
       applied = entry.seq();
       continue;
     }
@@ -236,13 +250,7 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
     // A view into the message's bytes, not a parsed copy: `message` outlives
     // every apply (this function waits for them below).
     auto request = std::make_shared<DataRequestView>();
-    if (!DecodeDataRequest(entry.data_request(), request.get()).ok()) {
-      return absl::DataLossError(
-          absl::StrCat("entry ", entry.seq(), " is not a DataRequest"));
-    }
-    // A PUSH_PULL's pull half was answered by the primary; here it would
-    // only cost time, or wait (ssp: on a registry nobody updates here).
-    request->op = proto::PUSH;
+    RETURN_IF_ERROR(DecodeEntryPush(entry, request.get()));
     if (SequencedAfterApply(request->table_id)) {
       // In the primary's order (with its steps): applied here, now.
       RETURN_IF_ERROR(ApplyOrderedPush(*request, entry));
@@ -299,11 +307,12 @@ absl::Status ReplicaNode::ApplyOrderedPush(const DataRequestView& request,
   return absl::OkStatus();
 }
 
-absl::Status ReplicaNode::ApplySteps(const Steps& steps) {
+absl::Status ReplicaNode::ApplySteps(const Steps& steps,
+                                     int64_t unix_seconds) {
   const absl::flat_hash_set<uint32_t> members(steps.members().begin(),
                                               steps.members().end());
-  RETURN_IF_ERROR(
-      shard_->ApplyFollowedSteps(steps.table_id(), steps.floor(), members));
+  RETURN_IF_ERROR(shard_->ApplyFollowedSteps(steps.table_id(), steps.floor(),
+                                             members, unix_seconds));
   absl::MutexLock lock(&mu_);
   step_floor_[steps.table_id()] = steps.floor();
   open_step_pushes_.erase(steps.table_id());

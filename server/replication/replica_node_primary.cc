@@ -115,6 +115,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       Entry e;
       e.set_seq(seq);
       e.set_data_request(std::move(entry));
+      e.set_unix_seconds(request->received_unix_seconds);
       op->remaining += ForwardLocked(std::move(e));
       if (op->remaining > 0) waiting_.emplace(seq, op);
       if (push) ++local_in_flight_;
@@ -195,6 +196,7 @@ void ReplicaNode::SequenceApplied(
   }
   Entry entry;
   entry.set_data_request(SerializeView(*request));
+  entry.set_unix_seconds(request->received_unix_seconds);
   auto op = std::make_shared<Op>();
   op->done = std::move(done);
   op->response = std::move(response);
@@ -248,11 +250,15 @@ absl::StatusOr<int64_t> ReplicaNode::CompleteSteps(
   // A backup's steps are its primary's (ApplySteps); a replica in any other
   // role serves nothing that could wait for them.
   if (role_ != Role::kPrimary || stopping_) return 0;
-  absl::StatusOr<int64_t> advanced = table.ApplyStepsUpTo(floor, members);
+  // The steps' time for the rows' lifecycle, the same on every replica.
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  absl::StatusOr<int64_t> advanced =
+      table.ApplyStepsUpTo(floor, members, now);
   if (!advanced.ok() || *advanced == 0) return advanced;
   const uint32_t table_id = table.config().table_id;
   Entry entry;
   entry.set_seq(++last_seq_);
+  entry.set_unix_seconds(now);
   Steps* steps = entry.mutable_steps();
   steps->set_table_id(table_id);
   steps->set_floor(floor);

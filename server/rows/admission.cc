@@ -1,7 +1,6 @@
 #include "server/rows/admission.h"
 
 #include <algorithm>
-#include <random>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -9,25 +8,38 @@
 namespace ps {
 namespace {
 
-// One draw in [0, 1) against p.
+// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection of 64-bit
+// words whose outputs pass BigCrush for consecutive inputs. Written here
+// because the draw must be the same in every process and build, which
+// absl::Hash (salted per process) and std::hash (unspecified) do not
+// promise.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A draw in [0, 1) against p, a function of (seed, shard, id, push_key).
 class Coin {
  public:
   Coin(float p, uint64_t seed, uint32_t shard)
-      : p_(p), rng_(seed * 0x9E3779B97F4A7C15ull + shard) {}
-  bool Flip() {
+      : p_(p), key_(Mix(seed * 0x9E3779B97F4A7C15ull + shard)) {}
+  bool Flip(uint64_t id, uint64_t push_key) const {
     if (p_ >= 1.0f) return true;
-    return static_cast<double>(rng_() >> 11) * 0x1.0p-53 < p_;
+    const uint64_t draw = Mix(Mix(key_ ^ id) ^ push_key);
+    return static_cast<double>(draw >> 11) * 0x1.0p-53 < p_;
   }
 
  private:
   const float p_;
-  std::mt19937_64 rng_;
+  const uint64_t key_;
 };
 
 class AdmitAll final : public AdmissionPolicy {
  public:
   bool CreatesOnPull() const override { return true; }
-  bool WouldAdmit(uint64_t) override { return true; }
+  bool WouldAdmit(uint64_t, uint64_t) override { return true; }
   void Record(uint64_t, bool) override {}
 };
 
@@ -36,11 +48,13 @@ class ProbabilityAdmission final : public AdmissionPolicy {
   ProbabilityAdmission(float p, uint64_t seed, uint32_t shard)
       : coin_(p, seed, shard) {}
   bool CreatesOnPull() const override { return false; }
-  bool WouldAdmit(uint64_t) override { return coin_.Flip(); }
+  bool WouldAdmit(uint64_t id, uint64_t push_key) override {
+    return coin_.Flip(id, push_key);
+  }
   void Record(uint64_t, bool) override {}
 
  private:
-  Coin coin_;
+  const Coin coin_;
 };
 
 class CountAdmission final : public AdmissionPolicy {
@@ -50,10 +64,10 @@ class CountAdmission final : public AdmissionPolicy {
 
   bool CreatesOnPull() const override { return false; }
 
-  bool WouldAdmit(uint64_t id) override {
+  bool WouldAdmit(uint64_t id, uint64_t push_key) override {
     auto it = counts_.find(id);
     const uint64_t seen = it == counts_.end() ? 0 : it->second;
-    return seen + 1 >= min_count_ && coin_.Flip();
+    return seen + 1 >= min_count_ && coin_.Flip(id, push_key);
   }
 
   void Record(uint64_t id, bool admitted) override {
@@ -98,7 +112,7 @@ class CountAdmission final : public AdmissionPolicy {
  private:
   const uint32_t min_count_;
   const bool counts_only_;  // no probability: admitted exactly at min_count
-  Coin coin_;
+  const Coin coin_;
   absl::flat_hash_map<uint64_t, uint32_t> counts_;
 };
 

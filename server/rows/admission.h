@@ -11,8 +11,9 @@
 //
 // Counts are exact (one hash-map entry per counted id, PendingBytes()); an
 // admitted id's count is dropped, so an evicted id is counted from 0 again.
-// Probability draws come from a generator seeded per table and shard; they
-// are not part of a checkpoint.
+// A probability draw is a hash of (table seed, shard, id, the push's key),
+// not a generator's next number: the same push draws the same on every
+// replica of a shard and after a restore, whatever came before it.
 //
 // Decisions are two-phase so a request that fails later (a memory cap)
 // leaves no trace: WouldAdmit decides without changing counts, Record
@@ -39,7 +40,10 @@ class AdmissionPolicy {
   // Whether a pull of an id without a row creates it.
   virtual bool CreatesOnPull() const = 0;
   // Whether a push of `id` (no row) admits it now. Does not count it.
-  virtual bool WouldAdmit(uint64_t id) = 0;
+  // `push_key` tells pushes apart for the probability draw (the number of
+  // pushes the table executed before this one: different for each push of
+  // a table, equal on every replica, kept by checkpoints).
+  virtual bool WouldAdmit(uint64_t id, uint64_t push_key) = 0;
   // Commits a push of `id` decided by WouldAdmit: counts it, or forgets its
   // count when `admitted`.
   virtual void Record(uint64_t id, bool admitted) = 0;

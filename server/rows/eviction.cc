@@ -47,13 +47,24 @@ class AccessQueue {
     }
   }
 
-  // Current entries, oldest first.
+  // Makes every entry of `slot` stale: the row is being dropped. Needed by
+  // stamped queues, where a slot freed and reused within one stamp (the
+  // capacity rule dropped its row, a new row took it in the same second)
+  // has its old entry current again beside the new one, with the same
+  // stamp: a walk must not return the slot twice.
+  void Forget(uint32_t slot) { index_->set_tag(slot, tag_, 0); }
+
+  // Current entries, oldest first, each slot once (at its oldest current
+  // entry: where walks meet it; see Forget).
   EvictionOrder Order() const {
     EvictionOrder order;
+    std::vector<bool> seen(index_->num_slots());
     for (size_t i = head_; i < entries_.size(); ++i) {
-      if (!Current(entries_[i])) continue;
-      order.slots.push_back(entries_[i].slot);
-      order.stamps.push_back(StampOf(entries_[i]));
+      const Entry& e = entries_[i];
+      if (!Current(e) || seen[e.slot]) continue;
+      seen[e.slot] = true;
+      order.slots.push_back(e.slot);
+      order.stamps.push_back(StampOf(e));
     }
     return order;
   }
@@ -130,15 +141,18 @@ class TtlEviction final : public EvictionPolicy {
   }
   int64_t StampOf(const RowTime& t) const override { return t.*kUnit; }
 
-  // Stamps grow with the queue (the table clock and wall-clock seconds as
-  // sampled per request never go back), so the expired rows are a run at
-  // the oldest end.
+  // Stamps grow with the queue (the table clock never goes back; a
+  // request's second is when it arrived, and requests apply in arrival
+  // order but for the few that wait or run on the executor), so the expired
+  // rows are a run at the oldest end; an entry behind a newer one expires
+  // with it, at most that reordering late.
   void Expired(const RowTime& now, uint64_t,
                std::vector<uint32_t>* out) override {
     const int64_t limit = now.*kUnit - ttl_;
     queue_.ForEachOldest([&](uint32_t slot, int64_t stamp) {
       if (stamp >= limit) return false;
       out->push_back(slot);
+      queue_.Forget(slot);  // a duplicate entry further on is not current
       return true;
     });
   }

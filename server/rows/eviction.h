@@ -73,9 +73,9 @@ class EvictionPolicy {
   // a rule the checkpoint lacks).
   virtual int64_t StampOf(const RowTime& t) const = 0;
 
-  // Appends to `out` the slots this rule drops at `now`, oldest first;
-  // `live_rows` is the table's row count (capacity). Forgets the stale
-  // entries it passes.
+  // Appends to `out` the slots this rule drops at `now`, oldest first, each
+  // once; `live_rows` is the table's row count (capacity). The caller drops
+  // them: the rule has forgotten them (and the stale entries it passed).
   virtual void Expired(const RowTime& now, uint64_t live_rows,
                        std::vector<uint32_t>* out) = 0;
 

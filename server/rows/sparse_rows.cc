@@ -12,21 +12,22 @@ namespace ps {
 
 absl::StatusOr<std::unique_ptr<SparseRows>> SparseRows::Create(
     const TableConfig& config, uint32_t shard_index, uint32_t num_shards,
-    ParamStore* store, MemoryBudget* budget) {
+    ParamStore* store, MemoryBudget* budget, bool pulls_count) {
   ASSIGN_OR_RETURN(RowCost cost, SparseRowCost(config));
   return std::unique_ptr<SparseRows>(new SparseRows(
-      config, shard_index, num_shards, store, budget, cost));
+      config, shard_index, num_shards, store, budget, cost, pulls_count));
 }
 
 SparseRows::SparseRows(const TableConfig& config, uint32_t shard_index,
                        uint32_t num_shards, ParamStore* store,
-                       MemoryBudget* budget, RowCost cost)
+                       MemoryBudget* budget, RowCost cost, bool pulls_count)
     : config_(config),
       shard_index_(shard_index),
       num_shards_(num_shards),
       store_(store),
       budget_(budget),
       cost_(cost),
+      pulls_count_(pulls_count),
       admission_(CreateAdmissionPolicy(config.admission,
                                        config.initializer.seed ^ config.table_id,
                                        shard_index)),
@@ -43,7 +44,16 @@ RowTime SparseRows::TimeAt(absl::Time now) const {
 
 absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
                                  int64_t clock, absl::Time now,
+                                 uint64_t push_key,
                                  std::vector<uint64_t>* rows) {
+  if (!push && !pulls_count_) {
+    rows->resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const uint32_t slot = index_.Find(ids[i]);
+      (*rows)[i] = slot == RowIndex::kNoSlot ? kNoRow : slot;
+    }
+    return absl::OkStatus();
+  }
   const int64_t old_clock = clock_;
   if (push) clock_ = std::max(clock_, clock);
   const RowTime t = TimeAt(now);
@@ -54,7 +64,7 @@ absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
     const uint32_t slot = index_.Find(ids[i]);
     if (slot != RowIndex::kNoSlot) {
       (*rows)[i] = slot;
-    } else if (push ? admission_->WouldAdmit(ids[i])
+    } else if (push ? admission_->WouldAdmit(ids[i], push_key)
                     : admission_->CreatesOnPull()) {
       create.push_back(i);
     } else if (push) {

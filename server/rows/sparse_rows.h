@@ -10,6 +10,12 @@
 // pulls); an admitted id gets a freed row (reset to its initializer values
 // and fresh optimizer state) or a new one appended to the store. Sweep()
 // drops the rows the eviction rules expire, freeing their rows for reuse.
+//
+// Determinism (replication): the rows follow from the sequence of Resolve
+// and Sweep calls and their arguments alone (times and push keys come from
+// the caller, probability draws are hashes, server/rows/admission.h). With
+// `pulls_count` off, pulls only look rows up (no row created, no access
+// counted), so replicas that see the same pushes hold the same rows.
 // Counters: rows admitted (created) and evicted since the table was created
 // (kept across checkpoints), live rows, ids counted and not yet admitted.
 //
@@ -43,11 +49,14 @@ class SparseRows {
 
   // Rows of sparse table `config` on shard `shard_index` of `num_shards`,
   // kept in `store` (the table's; rows of config.dim elements) and charged
-  // to `budget` (null: none). REQUIRES: `store` and `budget` outlive this.
-  // INVALID_ARGUMENT when `config` is not a valid sparse table.
+  // to `budget` (null: none). `pulls_count`: whether pulls create rows
+  // (admit-all) and count as accesses for the capacity rule (false on a
+  // replicated shard, whose backups see only pushes). REQUIRES: `store` and
+  // `budget` outlive this. INVALID_ARGUMENT when `config` is not a valid
+  // sparse table.
   static absl::StatusOr<std::unique_ptr<SparseRows>> Create(
       const TableConfig& config, uint32_t shard_index, uint32_t num_shards,
-      ParamStore* store, MemoryBudget* budget);
+      ParamStore* store, MemoryBudget* budget, bool pulls_count = true);
   ~SparseRows();  // releases the budget charge
 
   SparseRows(const SparseRows&) = delete;
@@ -56,12 +65,14 @@ class SparseRows {
   // Resolves the sorted, unique `ids` of one request to store rows, in
   // order, into `rows` (kNoRow for ids without a row), creating the rows of
   // the ids the admission policy admits, and records the access for the
-  // eviction rules. A push first raises the table clock to `clock`.
-  // RESOURCE_EXHAUSTED when the memory cap (or the 2^32 - 1 rows a table
-  // may have per shard) leaves no room for the new rows; then, and on a
-  // store error, nothing changed (no row, no count).
+  // eviction rules. A push first raises the table clock to `clock`;
+  // `push_key` tells pushes apart for probability admission (how many
+  // pushes the table executed before this one: the same on every replica). RESOURCE_EXHAUSTED when the memory cap (or
+  // the 2^32 - 1 rows a table may have per shard) leaves no room for the
+  // new rows; then, and on a store error, nothing changed (no row, no
+  // count).
   absl::Status Resolve(absl::Span<const uint64_t> ids, bool push,
-                       int64_t clock, absl::Time now,
+                       int64_t clock, absl::Time now, uint64_t push_key,
                        std::vector<uint64_t>* rows);
 
   // The values of resolved `rows` of `ids` (as Resolve gave them) into
@@ -109,7 +120,7 @@ class SparseRows {
  private:
   SparseRows(const TableConfig& config, uint32_t shard_index,
              uint32_t num_shards, ParamStore* store, MemoryBudget* budget,
-             RowCost cost);
+             RowCost cost, bool pulls_count);
 
   RowTime TimeAt(absl::Time now) const;
   // Creates rows for ids[at[k]] (absent, admitted), writing their rows.
@@ -126,6 +137,7 @@ class SparseRows {
   ParamStore* const store_;
   MemoryBudget* const budget_;
   const RowCost cost_;
+  const bool pulls_count_;
   const std::unique_ptr<AdmissionPolicy> admission_;
   // The eviction rules stamp tags in index_'s records (declared first).
   RowIndex index_;

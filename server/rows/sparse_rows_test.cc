@@ -1,6 +1,8 @@
 #include "server/rows/sparse_rows.h"
 
 #include <memory>
+#include <random>
+#include <set>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -27,22 +29,27 @@ TableConfig Table() {
 
 // A table's store and rows, as ShardTable holds them.
 struct Fixture {
-  explicit Fixture(const TableConfig& config, MemoryBudget* budget = nullptr) {
+  explicit Fixture(const TableConfig& config, MemoryBudget* budget = nullptr,
+                   bool pulls_count = true) {
     store = CreateCpuUpdateBackend()
                 ->CreateStore(config.optimizer, 0,
                               StoreLayout{config.storage_type,
                                           config.state_type})
                 .value();
-    rows = SparseRows::Create(config, 0, 1, store.get(), budget).value();
+    rows = SparseRows::Create(config, 0, 1, store.get(), budget, pulls_count)
+               .value();
   }
+  // A push's key is the number of pushes before it (as the table's).
   std::vector<uint64_t> Resolve(std::vector<uint64_t> ids, bool push,
                                 int64_t clock = 0, absl::Time now = kT0) {
     std::vector<uint64_t> out;
-    EXPECT_TRUE(rows->Resolve(ids, push, clock, now, &out).ok());
+    EXPECT_TRUE(rows->Resolve(ids, push, clock, now, pushes, &out).ok());
+    if (push) ++pushes;
     return out;
   }
   std::unique_ptr<ParamStore> store;
   std::unique_ptr<SparseRows> rows;
+  uint64_t pushes = 0;
 };
 
 constexpr uint64_t kNo = SparseRows::kNoRow;
@@ -118,9 +125,9 @@ TEST(SparseRowsTest, MemoryCapRefusesAllOrNothing) {
   MemoryBudget budget(3 * per_row);
   Fixture f(t, &budget);
   std::vector<uint64_t> out;
-  ASSERT_TRUE(f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, &out).ok());
+  ASSERT_TRUE(f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, 0, &out).ok());
   // The second push of 4 ids would create 4 rows: refused, nothing counted.
-  absl::Status s = f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, &out);
+  absl::Status s = f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, 0, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("server.memory_cap_bytes"), std::string::npos);
   EXPECT_EQ(f.rows->live(), 0u);
@@ -129,7 +136,7 @@ TEST(SparseRowsTest, MemoryCapRefusesAllOrNothing) {
   EXPECT_EQ(state.lifecycle.pending_counts,
             (std::vector<std::pair<uint64_t, uint32_t>>{
                 {1, 1}, {2, 1}, {3, 1}, {4, 1}}));
-  ASSERT_TRUE(f.rows->Resolve({1, 2, 3}, true, 0, kT0, &out).ok());
+  ASSERT_TRUE(f.rows->Resolve({1, 2, 3}, true, 0, kT0, 0, &out).ok());
   EXPECT_EQ(budget.used(), 3 * per_row);
   f.rows.reset();
   EXPECT_EQ(budget.used(), 0u);
@@ -176,6 +183,106 @@ TEST(SparseRowsTest, SnapshotRestoreKeepsCountersClocksAndOrder) {
   ASSERT_TRUE(b.store->ReadRows({row12}, kDim, absl::MakeSpan(got)).ok());
   InitSparseRow(t.initializer, 12, absl::MakeSpan(want));
   EXPECT_EQ(got, want);
+}
+
+TEST(SparseRowsTest, WithoutPullsCountingPullsOnlyLookRowsUp) {
+  TableConfig t = Table();
+  t.eviction.max_rows_per_shard = 2;
+  for (const bool pulls_count : {true, false}) {
+    Fixture f(t, nullptr, pulls_count);
+    // Admit-all creates on a pull only when pulls count.
+    EXPECT_EQ(f.Resolve({7}, false)[0] == kNo, !pulls_count) << pulls_count;
+    EXPECT_EQ(f.rows->live(), pulls_count ? 1u : 0u);
+    f.Resolve({1}, true);
+    f.Resolve({2}, true);
+    f.Resolve({1}, false);  // refreshes 1 only when pulls count
+    f.Resolve({3}, true);
+    f.rows->Sweep(kT0);
+    // Least recently used: 7 and 2 when the pull counted, else 1.
+    TableState state;
+    ASSERT_TRUE(f.rows->Snapshot(&state).ok());
+    std::vector<uint64_t> ids;
+    for (const auto& [id, row] : state.rows) ids.push_back(id);
+    const std::vector<uint64_t> want =
+        pulls_count ? std::vector<uint64_t>{1, 3} : std::vector<uint64_t>{2, 3};
+    EXPECT_EQ(ids, want) << pulls_count;
+  }
+}
+
+// What replication needs (a backup sees the pushes only): with pulls not
+// counting, a table that also served pulls between the pushes holds exactly
+// the rows, values, counts and orders of one that saw the pushes alone, with
+// every lifecycle rule on (probability admission, TTL in clocks and seconds,
+// capacity) and the sweeps after each push that ShardTable makes.
+TEST(SparseRowsTest, WithoutPullsCountingRowsFollowFromThePushesAlone) {
+  TableConfig t = Table();
+  t.admission.min_count = 2;
+  t.admission.probability = 0.5f;
+  t.eviction.ttl_clocks = 40;
+  t.eviction.ttl_seconds = 3;
+  t.eviction.max_rows_per_shard = 50;
+  Fixture served(t, nullptr, /*pulls_count=*/false);
+  Fixture pushed_only(t, nullptr, /*pulls_count=*/false);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint64_t> id(0, 199);
+  for (int64_t i = 0; i < 3000; ++i) {
+    std::set<uint64_t> sorted;
+    for (int k = 0; k < 6; ++k) sorted.insert(id(rng));
+    const std::vector<uint64_t> ids(sorted.begin(), sorted.end());
+    const absl::Time now = kT0 + absl::Seconds(i / 100);
+    if (rng() % 3 == 0) {
+      served.Resolve(ids, /*push=*/false, 0, now);
+      continue;
+    }
+    const int64_t clock = i / 20;
+    served.Resolve(ids, true, clock, now);
+    served.rows->Sweep(now);
+    pushed_only.Resolve(ids, true, clock, now);
+    pushed_only.rows->Sweep(now);
+  }
+  TableState a, b;
+  ASSERT_TRUE(served.rows->Snapshot(&a).ok());
+  ASSERT_TRUE(pushed_only.rows->Snapshot(&b).ok());
+  EXPECT_GT(a.lifecycle.rows_evicted, 100u);  // every rule had work to do
+  EXPECT_GT(a.lifecycle.pending_counts.size(), 10u);
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.values, b.values);
+  EXPECT_EQ(a.lifecycle.rows_admitted, b.lifecycle.rows_admitted);
+  EXPECT_EQ(a.lifecycle.rows_evicted, b.lifecycle.rows_evicted);
+  EXPECT_EQ(a.lifecycle.pending_counts, b.lifecycle.pending_counts);
+  ASSERT_EQ(a.lifecycle.eviction.size(), 3u);
+  for (size_t r = 0; r < a.lifecycle.eviction.size(); ++r) {
+    EXPECT_EQ(a.lifecycle.eviction[r].rows, b.lifecycle.eviction[r].rows);
+    EXPECT_EQ(a.lifecycle.eviction[r].stamps, b.lifecycle.eviction[r].stamps);
+  }
+}
+
+// The TTL and capacity rules together: the capacity rule drops a row and a
+// new id takes its slot in the same second. Each row is still dropped once
+// (not twice: the slot would enter the free list twice and two ids would
+// share it) and a snapshot restores.
+TEST(SparseRowsTest, SlotReusedWithinOneSecondIsDroppedOnce) {
+  TableConfig t = Table();
+  t.eviction.ttl_seconds = 5;
+  t.eviction.max_rows_per_shard = 2;
+  Fixture f(t);
+  for (uint64_t id = 1; id <= 6; ++id) {
+    f.Resolve({id}, true, 0, kT0);
+    f.rows->Sweep(kT0);
+  }
+  EXPECT_EQ(f.rows->live(), 2u);
+  EXPECT_EQ(f.rows->evicted(), 4u);
+  TableState state;
+  ASSERT_TRUE(f.rows->Snapshot(&state).ok());
+  ASSERT_EQ(state.lifecycle.eviction.size(), 2u);
+  EXPECT_EQ(state.lifecycle.eviction[0].rows.size(), 2u);  // ttl_seconds
+  Fixture restored(t);
+  EXPECT_TRUE(restored.rows->Restore(state).ok());
+  EXPECT_EQ(f.rows->Sweep(kT0 + absl::Seconds(6)), 2u);
+  EXPECT_EQ(f.rows->evicted(), 6u);
+  // Three new ids get three different rows.
+  const std::vector<uint64_t> rows = f.Resolve({7, 8, 9}, true, 0, kT0);
+  EXPECT_EQ(std::set<uint64_t>(rows.begin(), rows.end()).size(), 3u);
 }
 
 TEST(SparseRowsTest, RestoreRejectsInconsistentState) {

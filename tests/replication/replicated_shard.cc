@@ -75,7 +75,7 @@ tables:
           : "",
       R"(
     optimizer: {type: sgd, learning_rate: 1.0}
-)");
+)", options.more_tables);
   if (!options.tls_dir.empty()) {
     const std::string& d = options.tls_dir;
     std::ofstream(config_path_, std::ios::app) << absl::StrCat(

@@ -43,6 +43,9 @@ class ReplicatedShard {
     std::string consistency = "async";
     int staleness = 0;
     int num_workers = 1;
+    // More tables: YAML items of the config's `tables:` list, each starting
+    // "  - name: " (table ids follow the dense table's 0).
+    std::string more_tables;
   };
 
   // Starts etcd and writes the config; no replica runs yet.
