@@ -41,9 +41,10 @@ struct FaultScheduleSpec {
 
 struct FaultEvent {
   Fault fault;
-  int server;  // index into FaultHosts::servers (kCut, kServerLinkDown,
-               // kPauseServer)
-  int client;  // index into FaultHosts::clients (kCut, kIsolateClient)
+  // Index into FaultHosts::servers (kCut, kServerLinkDown, kPauseServer).
+  int server;
+  // Index into FaultHosts::clients (kCut, kIsolateClient).
+  int client;
   absl::Duration gap;       // before the fault
   absl::Duration duration;  // of the fault
 };
