@@ -29,16 +29,12 @@
 //
 // The seed is printed; PS_CHAOS_SEED replays a schedule. Needs root (skips
 // with the reason where namespaces are not permitted).
-#include <signal.h>
 #include <sys/wait.h>
 
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -51,6 +47,7 @@
 #include "tests/chaos_seed.h"
 #include "tests/cluster_harness.h"
 #include "tests/netns/counting_client.h"
+#include "tests/netns/fault_schedule.h"
 #include "tests/netns/netns.h"
 #include "tests/test_process.h"
 
@@ -60,88 +57,26 @@ namespace {
 constexpr int kEvents = 8;
 constexpr int kPushesPerRound = 25;  // per client
 
-const char* const kServerHosts[] = {"a", "b"};
-const char* const kClientHosts[] = {"c", "d"};
-
-enum class Fault { kCut, kIsolateClient, kServerLinkDown, kPauseServer };
-
-struct Event {
-  Fault fault;
-  int server;  // index into kServerHosts (kCut, kServerLinkDown, kPauseServer)
-  int client;  // index into kClientHosts (kCut, kIsolateClient)
-  absl::Duration gap;       // before the fault
-  absl::Duration duration;  // of the fault
-};
-
-std::vector<Event> Schedule(uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> gap_ms(200, 1000), duration_ms(300, 3000);
-  std::vector<Event> events(kEvents);
-  for (Event& e : events) {
-    e.fault = static_cast<Fault>(rng() % 4);
-    e.server = static_cast<int>(rng() % 2);
-    e.client = static_cast<int>(rng() % 2);
-    e.gap = absl::Milliseconds(gap_ms(rng));
-    e.duration = absl::Milliseconds(duration_ms(rng));
-  }
-  return events;
+// Servers in a and b, clients (or sync workers) in c and d.
+const FaultHosts& Hosts() {
+  static const FaultHosts* const hosts =
+      new FaultHosts{{"a", "b"}, {"c", "d"}};
+  return *hosts;
 }
 
-std::string Describe(const Event& e) {
-  const std::string server = kServerHosts[e.server];
-  const std::string client = kClientHosts[e.client];
-  const std::string how_long =
-      absl::StrCat(" for ", absl::ToInt64Milliseconds(e.duration), " ms");
-  switch (e.fault) {
-    case Fault::kCut:
-      return absl::StrCat("cut server ", server, " - client ", client,
-                          how_long);
-    case Fault::kIsolateClient:
-      return absl::StrCat("isolate client ", client, how_long);
-    case Fault::kServerLinkDown:
-      return absl::StrCat("link down on server ", server, how_long);
-    case Fault::kPauseServer:
-      return absl::StrCat("SIGSTOP server ", server, how_long);
-  }
-  return "";
+// kEvents of every kind, 0.3-3 s each, 0.2-1 s apart.
+std::vector<FaultEvent> Schedule(uint32_t seed) {
+  FaultScheduleSpec spec;
+  spec.events = kEvents;
+  return MakeFaultSchedule(seed, spec, Hosts());
 }
 
-// Applies the fault, waits its duration, undoes it.
-absl::Status RunFault(const Event& e, TestNetwork& net, LocalCluster& cluster) {
-  const std::string server = kServerHosts[e.server];
-  const std::string client = kClientHosts[e.client];
-  absl::Status applied;
-  switch (e.fault) {
-    case Fault::kCut:
-      applied = net.Cut(server, client);
-      break;
-    case Fault::kIsolateClient:
-      applied = net.Isolate(client);
-      break;
-    case Fault::kServerLinkDown:
-      applied = net.LinkDown(server);
-      break;
-    case Fault::kPauseServer:
-      if (kill(cluster.server_pid(e.server), SIGSTOP) != 0) {
-        applied = absl::InternalError("SIGSTOP failed");
-      }
-      break;
+// Every fault was applied and undone.
+void ExpectFaultsRan(const FaultThread& chaos) {
+  for (size_t i = 0; i < chaos.events().size(); ++i) {
+    EXPECT_TRUE(chaos.results()[i].ok())
+        << Describe(chaos.events()[i], Hosts()) << ": " << chaos.results()[i];
   }
-  if (!applied.ok()) return applied;
-  absl::SleepFor(e.duration);
-  switch (e.fault) {
-    case Fault::kCut:
-      return net.Heal(server, client);
-    case Fault::kIsolateClient:
-      return net.HealAll();
-    case Fault::kServerLinkDown:
-      return net.LinkUp(server);
-    case Fault::kPauseServer:
-      return kill(cluster.server_pid(e.server), SIGCONT) == 0
-                 ? absl::OkStatus()
-                 : absl::InternalError("SIGCONT failed");
-  }
-  return absl::OkStatus();
 }
 
 int Occurrences(const std::string& text, const std::string& what) {
@@ -181,7 +116,7 @@ tables:
   const ClientOptions options = cluster->MakeClientOptions(-1);
 
   std::vector<std::unique_ptr<HostProcess>> clients;
-  for (const char* host : kClientHosts) {
+  for (const std::string& host : Hosts().clients) {
     absl::StatusOr<std::unique_ptr<HostProcess>> proc = net->Fork(
         host, [options](LineChannel& ch) { return CountingClient(options, ch); });
     ASSERT_TRUE(proc.ok()) << proc.status();
@@ -190,25 +125,14 @@ tables:
   }
 
   // The schedule runs on its own thread while the clients push.
-  const std::vector<Event> events = Schedule(seed);
-  std::vector<absl::Status> fault_results(events.size());
-  std::atomic<bool> schedule_done{false};
-  std::thread chaos([&] {
-    for (size_t i = 0; i < events.size(); ++i) {
-      absl::SleepFor(events[i].gap);
-      std::printf("chaos: %s\n", Describe(events[i]).c_str());
-      std::fflush(stdout);
-      fault_results[i] = RunFault(events[i], *net, *cluster);
-    }
-    schedule_done = true;
-  });
+  FaultThread chaos(Schedule(seed), Hosts(), *net, cluster.get());
 
   int64_t acknowledged = 0;  // pushes, each +1 on every value
   int rounds = 0;
   bool failed = false;
   // One more round after the schedule, on a healed network.
   for (bool last = false; !last && !failed; ++rounds) {
-    last = schedule_done.load();
+    last = chaos.done();
     for (auto& c : clients) {
       ASSERT_TRUE(c->channel()
                       .Send(absl::StrCat("push ", kPushesPerRound))
@@ -216,22 +140,19 @@ tables:
     }
     for (size_t i = 0; i < clients.size(); ++i) {
       const std::string reply = Ask(*clients[i], "");
-      EXPECT_EQ(reply, "ok") << "client " << kClientHosts[i] << ", round "
+      EXPECT_EQ(reply, "ok") << "client " << Hosts().clients[i] << ", round "
                              << rounds << " (seed " << seed << ")";
       if (reply != "ok") failed = true;
       acknowledged += reply == "ok" ? kPushesPerRound : 0;
     }
   }
-  chaos.join();
-  for (size_t i = 0; i < events.size(); ++i) {
-    EXPECT_TRUE(fault_results[i].ok())
-        << Describe(events[i]) << ": " << fault_results[i];
-  }
+  chaos.Join();
+  ExpectFaultsRan(chaos);
   ASSERT_FALSE(failed);
   const std::string expected = absl::StrCat("value ", acknowledged);
   for (size_t i = 0; i < clients.size(); ++i) {
     EXPECT_EQ(Ask(*clients[i], "pull"), expected)
-        << "client " << kClientHosts[i] << " (seed " << seed << ")";
+        << "client " << Hosts().clients[i] << " (seed " << seed << ")";
   }
   std::printf("chaos seed %u: %d faults, %d rounds, %lld pushes, exact\n",
               seed, kEvents, rounds, static_cast<long long>(acknowledged));
@@ -279,7 +200,7 @@ client:
 
   std::unique_ptr<TestProcess> workers[2];
   for (int w = 0; w < 2; ++w) {
-    std::vector<std::string> argv = net->ExecPrefix(kClientHosts[w]);
+    std::vector<std::string> argv = net->ExecPrefix(Hosts().clients[w]);
     argv.insert(argv.end(),
                 {RunfilePath("tests/membership_worker"),
                  "--config=" + cluster->config_path(),
@@ -292,16 +213,7 @@ client:
     workers[w] = *std::move(p);
   }
 
-  const std::vector<Event> events = Schedule(seed);
-  std::vector<absl::Status> fault_results(events.size());
-  std::thread chaos([&] {
-    for (size_t i = 0; i < events.size(); ++i) {
-      absl::SleepFor(events[i].gap);
-      std::printf("chaos: %s\n", Describe(events[i]).c_str());
-      std::fflush(stdout);
-      fault_results[i] = RunFault(events[i], *net, *cluster);
-    }
-  });
+  FaultThread chaos(Schedule(seed), Hosts(), *net, cluster.get());
   for (int w = 0; w < 2; ++w) {
     std::optional<int> status = workers[w]->Wait(absl::Seconds(240));
     EXPECT_TRUE(status.has_value())
@@ -317,11 +229,8 @@ client:
               std::string::npos)
         << workers[w]->Log();
   }
-  chaos.join();
-  for (size_t i = 0; i < events.size(); ++i) {
-    EXPECT_TRUE(fault_results[i].ok())
-        << Describe(events[i]) << ": " << fault_results[i];
-  }
+  chaos.Join();
+  ExpectFaultsRan(chaos);
   int rejoins = 0, evictions = 0;
   for (int w = 0; w < 2; ++w) {
     const std::string log = workers[w]->Log();
