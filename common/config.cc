@@ -158,6 +158,21 @@ const SectionSpec<ClusterConfig>& ClusterSection() {
   return *spec;
 }
 
+// A key whose value is a section of its own (member `member` of `P`).
+template <class P, class T>
+ConfigKey<P> SubsectionKey(std::string name, const SectionSpec<T>& (*spec)(),
+                           T P::*member) {
+  ConfigKey<P> k;
+  k.name = std::move(name);
+  k.type = "mapping";
+  k.allowed = "see its own section";
+  k.doc = spec().doc;
+  k.read = [spec, member](const YamlReader& r, const YamlField& f, P* c) {
+    return ReadSection(r, f, spec(), &(c->*member));
+  };
+  return k;
+}
+
 // ---------------------------------------------------------------------------
 // tls:
 
@@ -204,6 +219,47 @@ const SectionSpec<TlsConfig>& TlsSection() {
                     "a host name",
                     "clients: the name expected in the server certificate")},
       &CheckTls};
+  return *spec;
+}
+
+// ---------------------------------------------------------------------------
+// replication.etcd_tls:
+
+absl::Status CheckEtcdTls(const YamlReader& r, const YamlSection& s,
+                          const EtcdTlsConfig& tls) {
+  if (!tls.enabled) return absl::OkStatus();
+  if (tls.ca_file.empty()) {
+    return r.Error(s.mark(), JoinKeyPath(s.path(), "ca_file"),
+                   "required when etcd_tls.enabled is true",
+                   "set etcd_tls.ca_file to the PEM CA that signs etcd's "
+                   "certificate (etcd's --trusted-ca-file signs clients)");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return r.Error(s.mark(),
+                   JoinKeyPath(s.path(), tls.cert_file.empty() ? "cert_file"
+                                                               : "key_file"),
+                   "cert_file and key_file go together",
+                   "set both (a client certificate, for an etcd with "
+                   "--client-cert-auth) or neither");
+  }
+  return absl::OkStatus();
+}
+
+const SectionSpec<EtcdTlsConfig>& EtcdTlsSection() {
+  using T = EtcdTlsConfig;
+  static const auto* spec = new SectionSpec<T>{
+      "TLS to etcd (https client URLs) for every process that talks to it: "
+      "servers, clients following the primary, ps_ctl and ps_launch",
+      {BoolKey<T>("enabled", &T::enabled, "use TLS to etcd"),
+       StringKey<T>("ca_file", &T::ca_file, "a path to a PEM CA certificate",
+                    "CA that signs etcd's certificate (required when "
+                    "enabled)"),
+       StringKey<T>("cert_file", &T::cert_file, "a path to a PEM certificate",
+                    "client certificate for an etcd started with "
+                    "--client-cert-auth (with key_file)"),
+       StringKey<T>("key_file", &T::key_file, "a path to a PEM private key",
+                    "its private key")},
+      &CheckEtcdTls};
   return *spec;
 }
 
@@ -275,6 +331,7 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
         {IntKey<R>("factor", &R::factor, 1, 16, "an integer in [1, 16]",
                    "replicas per shard (1 = no replication, no etcd)"),
          std::move(endpoints),
+         SubsectionKey("etcd_tls", &EtcdTlsSection, &R::etcd_tls),
          IntKey<R>("lease_ttl_s", &R::lease_ttl_s, 1, 3600,
                    "an integer in [1, 3600]",
                    "etcd lease TTL of a primary: a paused or cut-off "
@@ -529,22 +586,6 @@ const SectionSpec<TrainingConfig>& TrainingSection() {
 // ---------------------------------------------------------------------------
 // The top level.
 
-template <class T>
-ConfigKey<ClusterConfig> SubsectionKey(std::string name,
-                                       const SectionSpec<T>& (*spec)(),
-                                       T ClusterConfig::*member) {
-  ConfigKey<ClusterConfig> k;
-  k.name = std::move(name);
-  k.type = "mapping";
-  k.allowed = "see its own section";
-  k.doc = spec().doc;
-  k.read = [spec, member](const YamlReader& r, const YamlField& f,
-                          ClusterConfig* c) {
-    return ReadSection(r, f, spec(), &(c->*member));
-  };
-  return k;
-}
-
 absl::Status ReadTables(const YamlReader& r, const YamlField& f,
                         ClusterConfig* config) {
   constexpr absl::string_view kAllowed = "a non-empty list of table mappings";
@@ -752,6 +793,8 @@ std::vector<SectionDoc> ConfigReference() {
   docs.push_back(DocumentSection("client", ClientSection()));
   docs.push_back(DocumentSection("training", TrainingSection()));
   docs.push_back(DocumentSection("replication", ReplicationSection()));
+  docs.push_back(
+      DocumentSection("replication.etcd_tls", EtcdTlsSection()));
   for (SectionDoc& d : TableReference()) docs.push_back(std::move(d));
   return docs;
 }

@@ -60,9 +60,20 @@ struct TrainingConfig {
 // Replicated shards (server/replication/DESIGN.md): each shard runs on
 // `factor` ps_server processes (started with the same --index) that elect a
 // primary through etcd; factor 1 needs no etcd and runs nothing of this.
+// TLS to etcd (replication.etcd_tls): its client URLs are https.
+struct EtcdTlsConfig {
+  bool enabled = false;
+  std::string ca_file;    // CA that signs etcd's certificate (required)
+  // A client certificate, for an etcd started with --client-cert-auth:
+  // both or neither.
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct ReplicationConfig {
   int factor = 1;                           // replicas per shard (R)
   std::vector<std::string> etcd_endpoints;  // host:port; required when factor > 1
+  EtcdTlsConfig etcd_tls;
   // A paused or cut-off primary is replaced about ttl + 0.5 s after its
   // last renewal (a crashed one at once: its backup ends its term). 2 s:
   // renewals every 2/3 s may be late by up to ~1.8 s (a loaded machine)

@@ -860,6 +860,29 @@ TEST(ConfigTest, ReplicationWithoutEtcdIsAnErrorAtTheSection) {
             "name or IPv4 address (or [IPv6]) and a port in [1, 65535]");
 }
 
+TEST(ConfigTest, EtcdTlsNeedsACaAndACompleteClientCertificate) {
+  const ClusterConfig config = ParseOk(
+      OneTable("") +
+      "replication:\n  etcd_tls: {enabled: true, ca_file: /c/ca.pem, "
+      "cert_file: /c/me.pem, key_file: /c/me.key}\n");
+  EXPECT_TRUE(config.replication.etcd_tls.enabled);
+  EXPECT_EQ(config.replication.etcd_tls.ca_file, "/c/ca.pem");
+  EXPECT_EQ(config.replication.etcd_tls.cert_file, "/c/me.pem");
+  EXPECT_EQ(config.replication.etcd_tls.key_file, "/c/me.key");
+  EXPECT_EQ(ErrorOf(OneTable("") +
+                    "replication:\n  etcd_tls: {enabled: true}\n"),
+            "bad.yaml:8:13: replication.etcd_tls.ca_file: required when "
+            "etcd_tls.enabled is true; set etcd_tls.ca_file to the PEM CA "
+            "that signs etcd's certificate (etcd's --trusted-ca-file signs "
+            "clients)");
+  EXPECT_EQ(ErrorOf(OneTable("") +
+                    "replication:\n  etcd_tls: {enabled: true, ca_file: a, "
+                    "cert_file: b}\n"),
+            "bad.yaml:8:13: replication.etcd_tls.key_file: cert_file and "
+            "key_file go together; set both (a client certificate, for an "
+            "etcd with --client-cert-auth) or neither");
+}
+
 constexpr char kReplicated[] =
     "replication: {factor: 2, etcd_endpoints: [\"127.0.0.1:2379\"]}\n";
 

@@ -525,7 +525,7 @@ int RunCommand(const CtlOptions& options, std::ostream& out,
   std::vector<ShardReplication> replication;
   if (!options.etcd_endpoints.empty()) {
     absl::StatusOr<std::vector<ShardReplication>> read = ReadReplication(
-        options.etcd_endpoints, options.cluster_id,
+        options.etcd_endpoints, options.etcd_tls, options.cluster_id,
         static_cast<uint32_t>(options.client.servers.size()), options.timeout);
     if (!read.ok()) return Fail(err, read.status());
     replication = *std::move(read);

@@ -29,6 +29,7 @@
 
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/config.h"
 
 namespace ps::ctl {
 
@@ -52,6 +53,7 @@ struct CtlOptions {
   // of servers[i], and `status` also shows the primaries, their terms and
   // the in_sync sets.
   std::vector<std::string> etcd_endpoints;
+  EtcdTlsConfig etcd_tls;  // replication.etcd_tls
   std::string cluster_id;
 };
 

@@ -250,6 +250,7 @@ int main(int argc, char** argv) {
     options.client = ps::ClientOptions::FromConfig(*config, -1);
     if (config->replication.factor > 1) {
       options.etcd_endpoints = config->replication.etcd_endpoints;
+      options.etcd_tls = config->replication.etcd_tls;
       options.cluster_id = ps::replication::ClusterIdOf(*config);
     }
   } else {

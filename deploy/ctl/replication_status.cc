@@ -8,17 +8,22 @@
 #include "server/replication/election_view.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/in_sync.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/keys.h"
 
 namespace ps::ctl {
 
 absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
     const std::vector<std::string>& etcd_endpoints,
-    const std::string& cluster_id, uint32_t num_shards,
-    absl::Duration timeout) {
+    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
+    uint32_t num_shards, absl::Duration timeout) {
   replication::EtcdClientOptions options;
   options.endpoints = etcd_endpoints;
   options.call_timeout = timeout;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      replication::EtcdCredentials(etcd_tls);
+  if (!credentials.ok()) return credentials.status();
+  options.credentials = *std::move(credentials);
   absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
       replication::EtcdClient::Create(options);
   if (!etcd.ok()) return etcd.status();

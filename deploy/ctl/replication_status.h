@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/config.h"
 
 namespace ps::ctl {
 
@@ -25,11 +26,13 @@ struct ShardReplication {
 };
 
 // Reads shards [0, num_shards) of cluster `cluster_id` from etcd at
-// `etcd_endpoints`. UNAVAILABLE (naming the endpoints) when etcd does not
-// answer within `timeout`.
+// `etcd_endpoints` (over TLS per `etcd_tls`). UNAVAILABLE (naming the
+// endpoints) when etcd does not answer within `timeout`; a bad TLS file:
+// EtcdCredentials's error.
 absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
     const std::vector<std::string>& etcd_endpoints,
-    const std::string& cluster_id, uint32_t num_shards, absl::Duration timeout);
+    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
+    uint32_t num_shards, absl::Duration timeout);
 
 }  // namespace ps::ctl
 

@@ -185,6 +185,13 @@ void LaunchRun::AnnounceStart() {
 
 absl::Status LaunchRun::StartEtcd() {
   if (!plan_.launcher_etcd) return absl::OkStatus();
+  if (config_.replication.etcd_tls.enabled) {
+    return Failed(absl::InvalidArgumentError(absl::StrCat(
+        config_.source_path,
+        ": replication.etcd_tls is set but replication.etcd_endpoints is "
+        "not: the etcd ps_launch starts serves 127.0.0.1 in plaintext; list "
+        "your TLS etcd in replication.etcd_endpoints, or drop etcd_tls")));
+  }
   replication::LocalEtcdOptions options;
   options.data_dir = plan_.tmp_dir + "/etcd";
   options.log_path = plan_.tmp_dir + "/etcd.log";

@@ -6,16 +6,18 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/replication/in_sync.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/keys.h"
 
 namespace ps::launcher {
 
 absl::StatusOr<std::unique_ptr<ReplicationWatch>> ReplicationWatch::Create(
     const ClusterConfig& config) {
-  replication::EtcdClientOptions options;
-  options.endpoints = config.replication.etcd_endpoints;
+  absl::StatusOr<replication::EtcdClientOptions> options =
+      replication::EtcdClientOptionsFor(config.replication);
+  if (!options.ok()) return options.status();
   absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
-      replication::EtcdClient::Create(options);
+      replication::EtcdClient::Create(*options);
   if (!etcd.ok()) return etcd.status();
   absl::StatusOr<std::unique_ptr<replication::PrimaryResolver>> primaries =
       replication::PrimaryResolver::Create(config);

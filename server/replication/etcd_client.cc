@@ -73,7 +73,10 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(
   // test contender's partition or failure leak into another's).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   client->channel_ = grpc::CreateCustomChannel(
-      client->target_, grpc::InsecureChannelCredentials(), args);
+      client->target_,
+      options.credentials != nullptr ? options.credentials
+                                     : grpc::InsecureChannelCredentials(),
+      args);
   client->kv_ = etcdserverpb::KV::NewStub(client->channel_);
   client->lease_ = etcdserverpb::Lease::NewStub(client->channel_);
   client->watch_ = etcdserverpb::Watch::NewStub(client->channel_);

@@ -26,9 +26,12 @@
 namespace ps::replication {
 
 struct EtcdClientOptions {
-  // host:port of each etcd member's client URL (plain TCP, no TLS yet). The
-  // channel picks the first that answers and moves on when it fails.
+  // host:port of each etcd member's client URL. The channel picks the
+  // first that answers and moves on when it fails.
   std::vector<std::string> endpoints;
+  // TLS (https client URLs) or plaintext when null (EtcdCredentials in
+  // etcd_options.h makes them from a config).
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Deadline of each unary call. Default 2 s.
   absl::Duration call_timeout = absl::Seconds(2);
   // gRPC keepalive pings on the connection, so that a watch on a dead or

@@ -49,6 +49,12 @@ struct LocalEtcdOptions {
   std::string log_path;
   // Prepended to the command line (e.g. TestNetwork::ExecPrefix(host)).
   std::vector<std::string> command_prefix;
+  // TLS: with a certificate and key (PEM files) etcd serves https client
+  // URLs; with a client CA too it demands client certificates signed by it
+  // (--client-cert-auth). Empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
   absl::Duration start_timeout = absl::Seconds(30);
 };
 

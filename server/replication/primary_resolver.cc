@@ -3,16 +3,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/keys.h"
 
 namespace ps::replication {
 
 absl::StatusOr<std::unique_ptr<PrimaryResolver>> PrimaryResolver::Create(
     const ClusterConfig& config) {
-  EtcdClientOptions options;
-  options.endpoints = config.replication.etcd_endpoints;
-  options.keepalive_time = absl::Seconds(1);
-  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(options);
+  absl::StatusOr<EtcdClientOptions> options =
+      EtcdClientOptionsFor(config.replication);
+  if (!options.ok()) return options.status();
+  options->keepalive_time = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Create(*options);
   if (!etcd.ok()) return etcd.status();
   std::unique_ptr<PrimaryResolver> resolver(new PrimaryResolver());
   resolver->etcd_ = *std::move(etcd);

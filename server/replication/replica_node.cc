@@ -10,6 +10,7 @@
 #include "common/consistency.h"
 #include "common/status_macros.h"
 #include "server/replication/in_sync.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/replica_node_internal.h"
 #include "spdlog/spdlog.h"
 
@@ -70,8 +71,8 @@ absl::Status ReplicaNode::Start(const std::string& address) {
   ASSIGN_OR_RETURN(follow_credentials_, ChannelCredentials(config_.tls));
   address_ = address;
   replica_id_ = NewReplicaId(address);
-  EtcdClientOptions etcd;
-  etcd.endpoints = config_.replication.etcd_endpoints;
+  ASSIGN_OR_RETURN(EtcdClientOptions etcd,
+                   EtcdClientOptionsFor(config_.replication));
   etcd.keepalive_time = absl::Seconds(1);
   absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd);
   if (!client.ok()) return client.status();

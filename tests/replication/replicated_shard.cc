@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/in_sync.h"
 #include "server/replication/keys.h"
 #include "tests/cluster_harness.h"
@@ -46,6 +47,12 @@ absl::Status ReplicatedShard::Start(const std::string& name,
                                     const Options& options) {
   name_ = name;
   replication::LocalEtcdOptions etcd_options;
+  const std::string& d = options.tls_dir;
+  if (!d.empty()) {
+    etcd_options.tls_cert_file = d + "/server.pem";
+    etcd_options.tls_key_file = d + "/server.key";
+    etcd_options.tls_client_ca_file = d + "/ca.pem";
+  }
   absl::StatusOr<std::unique_ptr<replication::LocalEtcd>> etcd =
       replication::LocalEtcd::Start(etcd_options);
   if (!etcd.ok()) return etcd.status();
@@ -58,7 +65,12 @@ replication:
   factor: 2
   etcd_endpoints: [")", etcd_->endpoint(), R"("]
   lease_ttl_s: 1
-  cluster_id: )", name, R"(
+  cluster_id: )", name,
+      d.empty() ? ""
+                : absl::StrCat("\n  etcd_tls: {enabled: true, ca_file: ", d,
+                               "/ca.pem, cert_file: ", d,
+                               "/client.pem, key_file: ", d, "/client.key}"),
+      R"(
 client:
   reconnect_initial_backoff_ms: 20
   reconnect_max_backoff_ms: 200
@@ -76,8 +88,7 @@ tables:
       R"(
     optimizer: {type: sgd, learning_rate: 1.0}
 )", options.more_tables);
-  if (!options.tls_dir.empty()) {
-    const std::string& d = options.tls_dir;
+  if (!d.empty()) {
     std::ofstream(config_path_, std::ios::app) << absl::StrCat(
         "tls:\n  enabled: true\n  cert_file: ", d, "/server.pem\n  key_file: ",
         d, "/server.key\n  ca_file: ", d,
@@ -90,10 +101,11 @@ tables:
       replication::PrimaryResolver::Create(config_);
   if (!resolver.ok()) return resolver.status();
   resolver_ = *std::move(resolver);
-  replication::EtcdClientOptions client_options;
-  client_options.endpoints = {etcd_->endpoint()};
+  absl::StatusOr<replication::EtcdClientOptions> client_options =
+      replication::EtcdClientOptionsFor(config_.replication);
+  if (!client_options.ok()) return client_options.status();
   absl::StatusOr<std::unique_ptr<replication::EtcdClient>> client =
-      replication::EtcdClient::Create(client_options);
+      replication::EtcdClient::Create(*client_options);
   if (!client.ok()) return client.status();
   etcd_client_ = *std::move(client);
   return absl::OkStatus();

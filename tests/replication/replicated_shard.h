@@ -35,8 +35,10 @@ class ReplicatedShard {
     std::string auth_token;     // the cluster's bearer token ("" = none)
     uint64_t table_size = 256;  // floats of the dense table
     // Mutual TLS for every connection to a replica (clients' and the
-    // backups' Follow streams) with the files tests/security/make_certs.sh
-    // wrote in this directory ("" = plaintext).
+    // backups' Follow streams) and to etcd (replication.etcd_tls; etcd
+    // demands client certificates) with the files
+    // tests/security/make_certs.sh wrote in this directory ("" =
+    // plaintext).
     std::string tls_dir;
     // The table's consistency ("async", "sync", "ssp" with `staleness`) and
     // the cluster's workers.

@@ -42,6 +42,7 @@
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/replication/etcd_client.h"
+#include "server/replication/etcd_options.h"
 #include "server/replication/keys.h"
 #include "server/replication/local_etcd.h"
 #include "server/replication/primary_resolver.h"
@@ -731,7 +732,10 @@ TEST(ReplicatedShardTest, ReplicaRestartedOnItsAddressIsNotItsPredecessor) {
 // With mutual TLS (the config's tls section, require_client_cert) the
 // backups follow over TLS, presenting the config's certificate like any
 // client: a primary's SIGKILL loses nothing and a new replica catches up.
-TEST(ReplicatedShardTest, MutualTlsReplicasFollowAndFailOver) {
+// Every connection over mutual TLS: clients and backups to the replicas,
+// and every process to etcd (replication.etcd_tls; etcd demands client
+// certificates from the CA).
+TEST(ReplicatedShardTest, MutualTlsReplicasAndEtcdFollowAndFailOver) {
   const std::string dir = absl::StrCat(TestTempDirOrTmp(), "/replica_certs");
   ASSERT_EQ(std::system(absl::StrCat("bash ",
                                      RunfilePath("tests/security/make_certs.sh"),
@@ -744,6 +748,22 @@ TEST(ReplicatedShardTest, MutualTlsReplicasFollowAndFailOver) {
   absl::StatusOr<PrimaryAndBackup> setup =
       StartPrimaryAndBackup(&shard, "tls", options);
   ASSERT_TRUE(setup.ok()) << setup.status();
+  // etcd answers the config's credentials only: not plaintext, not TLS
+  // without a client certificate.
+  auto ping = [&](const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+    replication::EtcdClientOptions o;
+    o.endpoints = {shard.etcd()->endpoint()};
+    o.credentials = creds;
+    return (*replication::EtcdClient::Create(o))->Ping(absl::Seconds(2));
+  };
+  EtcdTlsConfig without_cert = shard.config().replication.etcd_tls;
+  without_cert.cert_file.clear();
+  without_cert.key_file.clear();
+  EXPECT_TRUE(ping(*replication::EtcdCredentials(
+                       shard.config().replication.etcd_tls))
+                  .ok());
+  EXPECT_FALSE(ping(nullptr).ok());
+  EXPECT_FALSE(ping(*replication::EtcdCredentials(without_cert)).ok());
   std::unique_ptr<Client> client = std::move(setup->client);
   const float start = setup->initial[0];
   absl::Duration pause;
