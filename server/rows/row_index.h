@@ -65,6 +65,12 @@ class RowIndex {
   void set_tag(uint32_t slot, int t, uint32_t value) {
     words_[Record(slot) + 2 + t] = value;
   }
+  // Asks the CPU to fetch `slot`'s record (slot < num_slots()) for a tag
+  // read or write soon: walks over many slots issue it a few slots ahead,
+  // so their cache misses overlap instead of stalling one at a time.
+  void Prefetch(uint32_t slot) const {
+    __builtin_prefetch(words_.data() + Record(slot), /*rw=*/1);
+  }
 
   uint64_t size() const { return set_.size(); }       // live rows
   uint64_t num_slots() const { return live_.size(); }  // live + free
