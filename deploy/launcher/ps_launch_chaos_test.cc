@@ -132,10 +132,16 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
 
   EXPECT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
+  // The launcher reports restarts only when there were some: a schedule
+  // of pauses alone (seed 4128981579: six) restarts nothing.
+  const bool killed = restarts[0] + restarts[1] > 0;
   EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                              "\\[launch\\] restarts: ", restarts[0],
                              " of servers, ", restarts[1], " of workers"))),
-            1)
+            killed ? 1 : 0)
+      << launch.Joined();
+  EXPECT_EQ(CountContaining(lines, std::regex("\\[launch\\] restarts: ")),
+            killed ? 1 : 0)
       << launch.Joined();
   // Both workers end at the job's last step: 60 epochs x 200 steps.
   for (int w = 0; w < 2; ++w) {
