@@ -78,6 +78,7 @@ class ReplicatedShard {
 
   const std::string& address(int i) const { return addresses_[i]; }
   ChildProcess* replica(int i) { return replicas_[i].get(); }
+  int num_replicas() const { return static_cast<int>(replicas_.size()); }
   std::string Log(int i) const;
   const replication::PrimaryResolver& resolver() const { return *resolver_; }
   const ClusterConfig& config() const { return config_; }

@@ -32,6 +32,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/config.h"
@@ -413,11 +414,13 @@ TEST(ReplicatedShardTest, EtcdKilledForSecondsServiceGoesOn) {
 // at_step(s) (may be empty) before step s; *longest_step gets the slowest.
 absl::Status SyncWorker(Client* client, int steps, float start,
                         const std::function<void(int)>& at_step,
-                        absl::Duration* longest_step) {
+                        absl::Duration* longest_step,
+                        std::atomic<int>* at = nullptr) {
   const std::vector<float> grad(kSize, 1.0f);
   std::vector<float> values(kSize);
   *longest_step = absl::ZeroDuration();
   for (int s = 0; s < steps; ++s) {
+    if (at != nullptr) *at = s;
     if (at_step) at_step(s);
     const absl::Time begin = absl::Now();
     RETURN_IF_ERROR(client->PullDense(0, 0, absl::MakeSpan(values)).Wait());
@@ -437,7 +440,11 @@ absl::Status SyncWorker(Client* client, int steps, float start,
 
 // Workers 0 and 1 of `shard`, each running SyncWorker in parallel (worker 0
 // also runs at_step); the first failure. Prints both longest steps, after
-// `what`.
+// `what`. A job that has not finished after kJobLimit is hung (a run takes
+// seconds): the workers' steps and every replica's log go to stderr and the
+// test aborts, instead of ending silently at Bazel's timeout (seen once in
+// a suite run: worker 1 never reached the new primary).
+constexpr absl::Duration kJobLimit = absl::Seconds(120);
 absl::Status TwoWorkers(const ReplicatedShard& shard, int steps, float start,
                         const std::function<void(int)>& at_step,
                         const char* what) {
@@ -447,12 +454,26 @@ absl::Status TwoWorkers(const ReplicatedShard& shard, int steps, float start,
   if (!w1.ok()) return w1.status();
   absl::Duration longest0, longest1;
   absl::Status done1;
+  std::atomic<int> at0{0}, at1{0};
+  absl::Notification finished;
+  std::thread watchdog([&] {
+    if (finished.WaitForNotificationWithTimeout(kJobLimit)) return;
+    std::fprintf(stderr, "%s: hung: worker 0 at step %d, worker 1 at %d\n",
+                 what, at0.load(), at1.load());
+    for (int i = 0; i < shard.num_replicas(); ++i) {
+      std::fprintf(stderr, "replica %d (%s):\n%s\n", i,
+                   shard.address(i).c_str(), shard.Log(i).c_str());
+    }
+    std::abort();
+  });
   std::thread worker1([&] {
-    done1 = SyncWorker(w1->get(), steps, start, nullptr, &longest1);
+    done1 = SyncWorker(w1->get(), steps, start, nullptr, &longest1, &at1);
   });
   const absl::Status done0 =
-      SyncWorker(w0->get(), steps, start, at_step, &longest0);
+      SyncWorker(w0->get(), steps, start, at_step, &longest0, &at0);
   worker1.join();
+  finished.Notify();
+  watchdog.join();
   RETURN_IF_ERROR(done0);
   RETURN_IF_ERROR(done1);
   std::printf("%s: longest step %s (worker 0), %s (worker 1)\n", what,
