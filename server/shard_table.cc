@@ -308,8 +308,9 @@ absl::Status ShardTable::Execute(const DataRequestView& request,
     RETURN_IF_ERROR(policy_->AdmitPush(request, config_));
   }
   std::vector<uint64_t> rows;
-  const absl::Time now = LifecycleTime(request.received_unix_seconds);
+  absl::Time now;  // the row lifecycle's time (sparse tables only)
   if (sparse_ != nullptr) {
+    now = LifecycleTime(request.received_unix_seconds);
     RETURN_IF_ERROR(sparse_->Resolve(ids, IsPush(request.op), request.clock,
                                      now, pushes_, &rows));
   }

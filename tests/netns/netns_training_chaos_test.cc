@@ -45,6 +45,7 @@
 #include "gtest/gtest.h"
 #include "tests/chaos_seed.h"
 #include "tests/cluster_harness.h"
+#include "tests/netns/counting_client.h"
 #include "tests/netns/fault_schedule.h"
 #include "tests/netns/netns.h"
 #include "tests/test_process.h"
@@ -91,14 +92,14 @@ std::string MainJobBody() {
   config["training"]["eval_every_steps"] = 0;  // only the final evaluation
   config["server"]["heartbeat_timeout_ms"] = 2000;
   config["server"]["worker_join_timeout_ms"] = 60000;
+  // The fault tests' client settings (fast keepalive and reconnects that
+  // outlast every fault), with a longer RPC timeout and quick heartbeats.
   YAML::Node client = config["client"];
+  for (const auto& key : YAML::Load(kFaultTestClientYaml)["client"]) {
+    client[key.first.as<std::string>()] = key.second;
+  }
   client["heartbeat_interval_ms"] = 100;
   client["rpc_timeout_ms"] = 60000;
-  client["keepalive_ms"] = 1000;
-  client["keepalive_timeout_ms"] = 500;
-  client["reconnect_initial_backoff_ms"] = 20;
-  client["reconnect_max_backoff_ms"] = 200;
-  client["max_reconnect_attempts"] = 1000;
   YAML::Emitter out;
   out << config;
   return out.c_str();
