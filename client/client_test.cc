@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/testing/fake_parameter_server.h"
 #include "common/bytes.h"
@@ -387,6 +388,52 @@ TEST_F(ClientTest, EvictedWorkerRegistersAgainOnlyWhenItRejoins) {
   EXPECT_EQ(*clock, 5);
   EXPECT_EQ(fakes_[0]->register_calls(), 2);
   EXPECT_EQ(fakes_[1]->register_calls(), 2);
+}
+
+// A replicated shard's primary died and the client still resolves its
+// address for a while (etcd has not named the successor yet): a Clock()
+// attempt to the dead address fails fast and the retry, resolving again,
+// reaches the new primary. Before, the attempt waited for the dead address
+// (wait_for_ready) until the RPC timeout and Clock() failed: a sync job
+// whose worker was in Clock() at a primary's SIGKILL lost that worker (seen
+// as a hung SyncTrainingSurvivesPrimaryKillsWithExactSteps).
+TEST_F(ClientTest, ClockFollowsThePrimaryPastADeadAddress) {
+  std::string dead;
+  {
+    FakeParameterServer::Options o;
+    o.tables = Tables();
+    std::unique_ptr<FakeParameterServer> gone = FakeParameterServer::Start(o);
+    ASSERT_NE(gone, nullptr);
+    dead = gone->address();
+  }  // its port is closed now
+  absl::Mutex mu;
+  std::vector<std::string> primaries = {fakes_[0]->address(),
+                                        fakes_[1]->address()};
+  ClientOptions options = Options(1);
+  options.primary_address = [&](int shard) {
+    absl::MutexLock lock(&mu);
+    return primaries[shard];
+  };
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  {
+    absl::MutexLock lock(&mu);
+    primaries[0] = dead;
+  }
+  std::thread elect([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    absl::MutexLock lock(&mu);
+    primaries[0] = fakes_[0]->address();
+  });
+  const absl::Time begin = absl::Now();
+  absl::StatusOr<int64_t> clock = (*client)->Clock();
+  const absl::Duration took = absl::Now() - begin;
+  elect.join();
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  EXPECT_EQ(*clock, 6);
+  EXPECT_EQ(fakes_[0]->clocks().at(1), 6);
+  EXPECT_GE(took, absl::Milliseconds(300));
+  EXPECT_LT(took, absl::Milliseconds(1500));  // rpc_timeout_ms is 2000
 }
 
 TEST_F(ClientTest, StatsAndCreateTable) {

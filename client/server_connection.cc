@@ -265,7 +265,7 @@ std::unique_ptr<grpc::ClientContext> ServerConnection::NewContext(
     context->set_deadline(std::chrono::system_clock::now() +
                           absl::ToChronoMilliseconds(timeout));
   }
-  context->set_wait_for_ready(wait_for_ready);
+  context->set_wait_for_ready(wait_for_ready && !options_.resolve_address);
   return context;
 }
 

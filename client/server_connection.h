@@ -125,7 +125,12 @@ class ServerConnection {
   // A context for a control RPC: carries the bearer token; with a deadline of
   // `timeout` unless it is absl::InfiniteDuration(). `wait_for_ready` makes
   // the call wait for the channel instead of failing fast while the server is
-  // unreachable.
+  // unreachable, except on a connection that follows a primary
+  // (resolve_address): there an unreachable address means the primary died
+  // or moved, and a call waiting for it would wait out its whole deadline
+  // for a server that is gone while the shard's new primary serves. Such a
+  // call fails fast (UNAVAILABLE); the callers' retries (Clock, RegisterWorker,
+  // Barrier, the handshake) ask stub() again, which re-resolves the primary.
   std::unique_ptr<grpc::ClientContext> NewContext(
       absl::Duration timeout, bool wait_for_ready = false) const;
 

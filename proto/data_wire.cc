@@ -134,7 +134,7 @@ absl::Status DecodePieces(absl::Span<const absl::string_view> pieces,
     const uint64_t field = tag >> 3;
     const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
     if (field == 0 || field > 0x1fffffff) return Malformed("bad field number");
-    if (field <= 6) {
+    if (field <= 8) {
       const uint32_t expected = (field == 3 || field == 4) ? 2 : 0;
       if (wire_type != expected) {
         return Malformed("wrong wire type for a known field");
@@ -149,6 +149,7 @@ absl::Status DecodePieces(absl::Span<const absl::string_view> pieces,
         case 5: response->set_version(v); break;
         case 6: response->set_step(static_cast<int64_t>(v)); break;
         case 7: response->set_membership(static_cast<proto::MembershipState>(v)); break;
+        case 8: response->set_duplicate(v != 0); break;
         default: break;  // unknown varint field
       }
     } else if (wire_type == 2) {

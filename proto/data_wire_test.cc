@@ -29,6 +29,8 @@ proto::DataResponse Sample(size_t num_values) {
   r.set_values(values);
   r.set_version(77);
   r.set_step(-5);
+  r.set_membership(proto::MEMBERSHIP_EVICTED);
+  r.set_duplicate(true);
   return r;
 }
 

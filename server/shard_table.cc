@@ -347,6 +347,7 @@ absl::Status ShardTable::AnswerDuplicateLocked(
     RETURN_IF_ERROR(PullLocked(request, ids, rows, response));
   }
   ++duplicates_;
+  response->set_duplicate(true);
   response->set_version(original.version);
   response->set_step(original.step);
   return absl::OkStatus();

@@ -139,7 +139,7 @@ class ShardTable : private TableUpdates {
   // Exactly-once: a push (PUSH / PUSH_PULL) with client_id != 0 whose
   // (client_id, request_id) this table already applied is not applied
   // again; the response carries the original version and step (PUSH_PULL:
-  // plus the current values). A push whose id is older than the client's
+  // plus the current values) and duplicate = true. A push whose id is older than the client's
   // dedup window is refused with FAILED_PRECONDITION (it may have been
   // applied already).
   absl::Status Execute(const DataRequestView& request,

@@ -218,6 +218,40 @@ TEST_F(ShardTest, RestartedProcessSkipsTheStepItsPredecessorPushedInto) {
   EXPECT_EQ(Heartbeat(1, 2).membership(), proto::MEMBERSHIP_REPLACED);
 }
 
+// A push resent after its step completed (its answer was lost, e.g. on a
+// connection cut): answered OK from the dedup window with the original's
+// step and duplicate = true, and applied once; a new push for that step is
+// refused.
+TEST_F(ShardTest, PushResentAfterItsStepCompletedIsAnsweredAsADuplicate) {
+  ASSERT_TRUE(Register(0, 1).ok());
+  ASSERT_TRUE(Register(1, 2).ok());
+  auto push = [&](int worker, uint64_t session, uint64_t request_id) {
+    auto r = Req(proto::PUSH, 0, worker, 0, {2, 4});
+    r->set_client_id(session);
+    r->set_request_id(request_id);
+    return Do(r);
+  };
+  const proto::DataResponse first = push(0, 1, 41);
+  ASSERT_EQ(first.status_code(), 0);
+  EXPECT_FALSE(first.duplicate());
+  ASSERT_EQ(push(1, 2, 42).status_code(), 0);
+  ASSERT_TRUE(Clock(0, 1).ok());
+  ASSERT_TRUE(Clock(1, 1).ok());
+  ASSERT_EQ(Do(Req(proto::PULL, 0, 0, 1)).step(), 1);
+
+  const proto::DataResponse resent = push(0, 1, 41);
+  EXPECT_EQ(resent.status_code(), 0) << resent.status_message();
+  EXPECT_TRUE(resent.duplicate());
+  EXPECT_EQ(resent.step(), first.step());
+  EXPECT_EQ(resent.version(), first.version());
+  const proto::DataResponse late = push(0, 1, 43);
+  EXPECT_EQ(late.status_code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_FALSE(late.duplicate());
+  proto::DataResponse pulled = Do(Req(proto::PULL, 0, 0, 1));
+  EXPECT_THAT(Floats(pulled.values()), ElementsAre(-2, -4));  // the mean, once
+}
+
 TEST_F(ShardTest, NegativeClockIsRejectedAndChangesNothing) {
   for (int64_t clock : {int64_t{-1}, std::numeric_limits<int64_t>::min()}) {
     EXPECT_EQ(Clock(0, clock).status().code(),

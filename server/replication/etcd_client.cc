@@ -66,7 +66,11 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(options.keepalive_time));
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Only while a call is open (a watch, a lease's keep-alive stream: what
+    // must notice a dead etcd; a unary call has its deadline). etcd counts
+    // a ping on a connection without a stream as abuse and closes it with
+    // GOAWAY "too_many_pings" (seen in every replication test's log).
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
   // Each client gets its own connection (a shared subchannel would let one

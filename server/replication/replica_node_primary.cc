@@ -194,8 +194,14 @@ void ReplicaNode::SequenceApplied(
     done(std::move(response));
     return;
   }
+  // A dedup hit (a resend of a push applied earlier) changed nothing: it is
+  // sequenced as a barrier (empty), answered once every backup acknowledged
+  // it and so the original too. Forwarded as a push it would look like a
+  // push sequenced after its step completed (below) whenever its step has
+  // completed meanwhile, and drop every backup for nothing.
+  const bool duplicate = response.duplicate();
   Entry entry;
-  entry.set_data_request(SerializeView(*request));
+  if (!duplicate) entry.set_data_request(SerializeView(*request));
   entry.set_unix_seconds(request->received_unix_seconds);
   auto op = std::make_shared<Op>();
   op->done = std::move(done);
@@ -208,7 +214,8 @@ void ReplicaNode::SequenceApplied(
     } else {
       const uint32_t table = request->table_id;
       auto floor = step_floor_.find(table);
-      if (floor != step_floor_.end() && request->clock < floor->second) {
+      if (!duplicate && floor != step_floor_.end() &&
+          request->clock < floor->second) {
         // Its step completed (a member evicted or gone meanwhile) and was
         // forwarded before this push: the backups' copy of that step lacks
         // it. They are dropped from in_sync and rejoin with a snapshot.
@@ -224,7 +231,9 @@ void ReplicaNode::SequenceApplied(
         wake_ = true;
       }
       entry.set_seq(++last_seq_);
-      if (step_tables_.contains(table)) KeepOpenStepPushLocked(table, entry);
+      if (!duplicate && step_tables_.contains(table)) {
+        KeepOpenStepPushLocked(table, entry);
+      }
       op->remaining = ForwardLocked(std::move(entry));
       if (op->remaining > 0) {
         waiting_.emplace(last_seq_, op);
