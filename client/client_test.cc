@@ -7,13 +7,16 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/testing/fake_parameter_server.h"
 #include "common/bytes.h"
 #include "common/partition.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
 
 namespace ps {
 namespace {
@@ -434,6 +437,65 @@ TEST_F(ClientTest, ClockFollowsThePrimaryPastADeadAddress) {
   EXPECT_EQ(fakes_[0]->clocks().at(1), 6);
   EXPECT_GE(took, absl::Milliseconds(300));
   EXPECT_LT(took, absl::Milliseconds(1500));  // rpc_timeout_ms is 2000
+}
+
+// One cluster checkpoint id for every shard: when a shard refuses it (a
+// periodic checkpoint with that id landed there first), every shard is asked
+// again with one newer id, so a set complete on every shard exists.
+TEST_F(ClientTest, CheckpointRefusedByOneShardIsRetriedEverywhereWithANewerId) {
+  auto client = ConnectOk();
+  ASSERT_NE(client, nullptr);
+  fakes_[0]->PeriodicCheckpointBeforeNextRequest();
+  absl::StatusOr<std::vector<std::string>> paths = client->Checkpoint();
+  ASSERT_TRUE(paths.ok()) << paths.status();
+  const std::vector<uint64_t> ids = fakes_[0]->checkpoint_requests();
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_GT(ids[1], ids[0]);
+  EXPECT_EQ(fakes_[1]->checkpoint_requests(), ids);
+  EXPECT_THAT(*paths,
+              ElementsAre(absl::StrCat("fake/shard-0/ckpt-", ids[1], ".bin"),
+                          absl::StrCat("fake/shard-1/ckpt-", ids[1], ".bin")));
+}
+
+// A shard whose newest checkpoint is ahead of the caller's clock refuses
+// every id: three attempts, then the shard's FAILED_PRECONDITION.
+TEST_F(ClientTest, CheckpointGivesUpAfterThreeRefusedIds) {
+  auto client = ConnectOk();
+  ASSERT_NE(client, nullptr);
+  const uint64_t ahead = static_cast<uint64_t>(
+      absl::ToUnixMillis(absl::Now() + absl::Hours(1)));
+  fakes_[1]->SetNewestCheckpoint(ahead);
+  absl::StatusOr<std::vector<std::string>> paths = client->Checkpoint();
+  ASSERT_EQ(paths.status().code(), absl::StatusCode::kFailedPrecondition)
+      << paths.status();
+  EXPECT_THAT(paths.status().message(),
+              HasSubstr(absl::StrCat("is not newer than shard 1's newest "
+                                     "checkpoint ", ahead)));
+  EXPECT_EQ(fakes_[1]->checkpoint_requests().size(), 3u);
+  EXPECT_EQ(fakes_[0]->checkpoint_requests().size(), 3u);
+}
+
+// The fake answers a resent push as the server does: duplicate, not applied.
+TEST_F(ClientTest, ResentPushIsAnsweredAsADuplicate) {
+  auto client = ConnectOk();
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->PushDense(kDense, 0, std::vector<float>(4, 1.0f))
+                  .Wait()
+                  .ok());
+  proto::DataRequest resend = fakes_[0]->requests().back();
+  std::unique_ptr<proto::ParameterServer::Stub> stub =
+      proto::ParameterServer::NewStub(grpc::CreateChannel(
+          fakes_[0]->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->DataStream(&context);
+  ASSERT_TRUE(stream->Write(resend));
+  proto::DataResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.status_code(), 0);
+  EXPECT_TRUE(response.duplicate());
+  EXPECT_EQ(fakes_[0]->applied_pushes(), 1);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(ClientTest, StatsAndCreateTable) {

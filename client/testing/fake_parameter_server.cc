@@ -1,5 +1,6 @@
 #include "client/testing/fake_parameter_server.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 
@@ -179,6 +180,38 @@ class FakeParameterServer::Service final
     return Done(context, grpc::Status::OK);
   }
 
+  grpc::ServerUnaryReactor* Checkpoint(
+      grpc::CallbackServerContext* context,
+      const proto::CheckpointRequest* request,
+      proto::CheckpointResponse* response) override {
+    if (!s_->Authorized(context)) return Unauthenticated(context);
+    absl::MutexLock lock(&s_->mu_);
+    const uint64_t id = request->checkpoint_id();
+    s_->checkpoint_requests_.push_back(id);
+    if (s_->periodic_before_next_) {
+      s_->periodic_before_next_ = false;
+      s_->newest_checkpoint_ = std::max(s_->newest_checkpoint_, id);
+    }
+    if (id == 0) {
+      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "checkpoint id 0"));
+    }
+    if (id <= s_->newest_checkpoint_) {
+      // The real server's words (server/checkpointer.cc).
+      return Done(context,
+                  grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                               absl::StrCat("checkpoint id ", id,
+                                            " is not newer than shard ",
+                                            s_->options_.shard_index,
+                                            "'s newest checkpoint ",
+                                            s_->newest_checkpoint_)));
+    }
+    s_->newest_checkpoint_ = id;
+    response->set_path(absl::StrCat("fake/shard-", s_->options_.shard_index,
+                                    "/ckpt-", id, ".bin"));
+    return Done(context, grpc::Status::OK);
+  }
+
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const proto::StatsRequest*,
                                      proto::StatsResponse* response) override {
@@ -348,6 +381,7 @@ proto::DataResponse FakeParameterServer::ProcessDenseLocked(
     }
   }
   proto::DataResponse response;
+  response.set_duplicate(access.duplicate);
   if (access.pull) {
     response.set_values(std::string(reinterpret_cast<const char*>(w),
                                     request.length() * sizeof(float)));
@@ -394,6 +428,7 @@ proto::DataResponse FakeParameterServer::ProcessSparseLocked(
   }
   if (apply) ++applied_pushes_;
   proto::DataResponse response;
+  response.set_duplicate(access.duplicate);
   if (access.pull) response.set_values(std::move(out));
   return response;
 }
@@ -434,6 +469,21 @@ std::map<uint32_t, int64_t> FakeParameterServer::clocks() {
 std::vector<uint64_t> FakeParameterServer::barrier_generations() {
   absl::MutexLock lock(&mu_);
   return barriers_;
+}
+
+std::vector<uint64_t> FakeParameterServer::checkpoint_requests() {
+  absl::MutexLock lock(&mu_);
+  return checkpoint_requests_;
+}
+
+void FakeParameterServer::PeriodicCheckpointBeforeNextRequest() {
+  absl::MutexLock lock(&mu_);
+  periodic_before_next_ = true;
+}
+
+void FakeParameterServer::SetNewestCheckpoint(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  newest_checkpoint_ = id;
 }
 
 int64_t FakeParameterServer::heartbeats() {

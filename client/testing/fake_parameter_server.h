@@ -1,7 +1,8 @@
 // Test-only in-process ParameterServer: a small, exact model of the server's
 // data semantics (dense ranges and sparse rows of one shard, SGD with learning
 // rate 1: w -= g; pushes deduplicated by (client_id, request_id)) plus the
-// control RPCs, so client tests run without the real server.
+// control RPCs (Checkpoint: the id rule only, nothing is written), so client
+// tests run without the real server.
 //
 // Initial values: dense element i (global offset) = 0.5 * i; a sparse row of
 // key k is created on first pull as row[d] = (k % 1000) + 0.25 * d.
@@ -71,6 +72,15 @@ class FakeParameterServer {
   void Evict(uint32_t worker_id);
   // Streams opened so far.
   int64_t streams();
+  // Checkpoint ids requested, in arrival order (refused ones included).
+  std::vector<uint64_t> checkpoint_requests();
+  // The next Checkpoint request finds that a periodic checkpoint with its
+  // very id was written just before it arrived (the race the client's
+  // retry is for: server/checkpoint_set.h), so it is refused as the real
+  // server refuses an id that is not newer than its newest.
+  void PeriodicCheckpointBeforeNextRequest();
+  // This shard's newest checkpoint id (0: none).
+  void SetNewestCheckpoint(uint64_t id);
 
  private:
   class Service;
@@ -118,6 +128,9 @@ class FakeParameterServer {
   std::set<uint32_t> registered_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, int64_t> clocks_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> barriers_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> checkpoint_requests_ ABSL_GUARDED_BY(mu_);
+  uint64_t newest_checkpoint_ ABSL_GUARDED_BY(mu_) = 0;
+  bool periodic_before_next_ ABSL_GUARDED_BY(mu_) = false;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
