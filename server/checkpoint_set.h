@@ -97,6 +97,9 @@ struct ShardCheckpoints {
   std::map<uint64_t, std::string> parts;
   // Peers mode: the shard has completed a restore with this directory.
   bool started = false;
+  // Peers mode: the shard's server has restored in its current run (it
+  // serves, and asks nobody about the restore any more).
+  bool restored = false;
 };
 
 struct CommonCheckpoint {

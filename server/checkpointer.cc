@@ -36,7 +36,7 @@ absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
   RETURN_IF_ERROR(MarkShardStarted(options_.root, shard_->shard_index(),
                                    shard_->num_shards()));
   absl::MutexLock lock(&inventory_mu_);
-  if (inventory_.has_value()) inventory_->started = true;
+  if (inventory_.has_value()) inventory_->started = inventory_->restored = true;
   return restored;
 }
 
@@ -92,8 +92,13 @@ absl::StatusOr<std::string> Checkpointer::RestoreAgreed() {
   bool all_started = true;
   for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
     all.push_back(j == shard_->shard_index() ? own : *answers[j]);
+    if (j == shard_->shard_index()) continue;
     // This shard's own marker is left by RestoreLatest() right after.
-    if (j != shard_->shard_index()) all_started &= all.back().started;
+    all_started &= all.back().started;
+    if (all.back().restored) {
+      absl::MutexLock lock(&inventory_mu_);
+      asked_by_[j] = true;  // a serving peer will not ask: no need to wait
+    }
   }
   absl::StatusOr<CommonCheckpoint> chosen = ChooseCommonCheckpoint(
       all, "held by the shards' servers (checkpoint_agreement: peers)",

@@ -152,8 +152,9 @@ class Checkpointer {
   absl::StatusOr<std::string> RestoreAgreed()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // peers, refusing to start: goes on answering until every other shard
-  // has asked once (or `deadline`), so that each reaches the same verdict
-  // instead of waiting out its timeout for a shard that already exited.
+  // that was not serving yet has asked once (or `deadline`), so that each
+  // reaches the same verdict instead of waiting out its timeout for a shard
+  // that already exited.
   void AnswerEveryPeerOnce(absl::Time deadline);
   bool AskedByAll() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(inventory_mu_);
   // The id below which this shard's files may be pruned

@@ -7,6 +7,8 @@
 // - a shard with no checkpoints while the others have one: every server
 //   refuses to start, naming the id and the shard; --allow_inconsistent_restore
 //   still serves (each its own, exactly the mix it says);
+// - a shard restarted alone agrees with the running ones (and refuses at
+//   once when its volume is empty);
 // - periodic checkpoints (once every server reports it started) share an id,
 //   and pruning keeps the newest ids common to all (asked, not read);
 // - a peer that never comes up: the starting server answers NOT_SERVING and
@@ -258,6 +260,34 @@ TEST(PeerCheckpointTest, ShardWithoutCheckpointsRefusesUnlessOverridden) {
   // Shards 0 and 1 restored their parts, shard 2 has none: the mix the flag
   // allows.
   EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 0, 0, 0));
+}
+
+TEST(PeerCheckpointTest, LoneRestartedShardAgreesWithRunningPeers) {
+  const std::string root = FreshDir("lone");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  const uint64_t id = Checkpoint(c);
+  AddToAll(c, 1);
+  ASSERT_TRUE(c.KillServer(1, SIGKILL).ok());
+  ASSERT_TRUE(c.RestartServer(1).ok()) << Logs(c);
+  // Shard 1 is back at the checkpoint; the others keep their live state.
+  EXPECT_THAT(PullAll(c), ElementsAre(2, 2, 2, 1, 1, 1, 2, 2, 2));
+  EXPECT_THAT(c.ServerLog(1),
+              HasSubstr(absl::StrCat("restored cluster checkpoint ", id)));
+
+  // Its volume replaced by an empty one: it refuses, and at once (the
+  // running peers will not ask it anything, so it does not wait for them).
+  ASSERT_TRUE(c.KillServer(1, SIGKILL).ok());
+  std::filesystem::remove_all(OwnDir(root, 1));
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(c.RestartServer(1).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT(c.ServerLog(1),
+              HasSubstr(absl::StrCat("the newest, ", id,
+                                     ": shard 1 has no part of it")));
 }
 
 TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
