@@ -169,9 +169,6 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
 absl::Status ParameterServerProcess::CreateCheckpointer() {
   const uint32_t num_shards = static_cast<uint32_t>(config_.servers.size());
   const uint64_t fingerprint = PartitionFingerprint(num_shards, config_.tables);
-  const bool peers =
-      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers &&
-      !config_.server.checkpoint_dir.empty();
   if (config_.server.checkpoint_dir.empty()) {
     checkpoint_peer_service_ = std::make_unique<CheckpointPeerService>(
         nullptr, false, static_cast<uint32_t>(shard_index_), num_shards,
@@ -186,6 +183,8 @@ absl::Status ParameterServerProcess::CreateCheckpointer() {
   checkpoints.on_written = [metrics](const CheckpointInfo&) {
     metrics->SetLastCheckpointTime();
   };
+  const bool peers =
+      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers;
   // --allow_inconsistent_restore asks nobody, whatever the agreement.
   restore_in_start_ = peers && !options_.allow_inconsistent_restore;
   if (restore_in_start_) {
@@ -289,6 +288,11 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
       return s;
     }
   }
+  if (restore_in_start_) {
+    // Health says NOT_SERVING (not "unknown") while the shards agree.
+    health_->SetServingStatus("", false);
+    health_->SetServingStatus(kServiceName, false);
+  }
   service_->ServeUnaryMethods(queue_.get());
   checkpoint_peer_service_->Serve(queue_.get());
   health_->Serve(queue_.get());
@@ -296,9 +300,6 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   if (replica_ != nullptr) replica_->StartFollowService(queue_.get());
   queue_->Start();
   if (restore_in_start_) {
-    // Health says NOT_SERVING (not "unknown") while the shards agree.
-    health_->SetServingStatus("", false);
-    health_->SetServingStatus(kServiceName, false);
     spdlog::info("shard {} listening on {} (port {}) to agree on its "
                  "checkpoint with the other shards; not serving data yet",
                  shard_index_, listen_address_, port);
