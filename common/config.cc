@@ -355,6 +355,7 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
 // ---------------------------------------------------------------------------
 // server:
 
+// long-function: the declarative list of every server key, one entry each.
 const SectionSpec<ServerOptions>& ServerSection() {
   using S = ServerOptions;
   static const auto* spec = new SectionSpec<S>{
@@ -391,6 +392,43 @@ const SectionSpec<ServerOptions>& ServerSection() {
                  }
                  return absl::OkStatus();
                }),
+       OnlyWhen<S>(
+           NameKey<S, CheckpointAgreement>(
+               "checkpoint_agreement", &S::checkpoint_agreement,
+               {"shared_dir", "peers"},
+               {CheckpointAgreement::kSharedDir, CheckpointAgreement::kPeers},
+               "checkpoint agreement",
+               "how the shards agree on the cluster checkpoint they restore "
+               "(the newest id whose part is valid on every shard): "
+               "shared_dir = every server reads every shard's directory "
+               "(checkpoint_dir is one directory shared by all servers); "
+               "peers = each server verifies its own files and asks every "
+               "other server (cluster.servers) over gRPC, for servers with "
+               "their own volumes (Kubernetes)"),
+           [](const S& s) { return !s.checkpoint_dir.empty(); },
+           [](const S&) {
+             return std::string(
+                 "checkpoint_agreement applies to checkpoints, and "
+                 "server.checkpoint_dir is not set");
+           },
+           "set server.checkpoint_dir, or remove checkpoint_agreement"),
+       OnlyWhen<S>(
+           IntKey<S>("checkpoint_peer_timeout_s",
+                     &S::checkpoint_peer_timeout_s, 1, 86400,
+                     "an integer in [1, 86400]",
+                     "checkpoint_agreement peers: how long a starting server "
+                     "waits for every other server to answer before it exits "
+                     "(status 1) naming the shards that did not"),
+           [](const S& s) {
+             return s.checkpoint_agreement == CheckpointAgreement::kPeers;
+           },
+           [](const S&) {
+             return std::string(
+                 "checkpoint_peer_timeout_s applies to checkpoint_agreement: "
+                 "peers only");
+           },
+           "set checkpoint_agreement: peers, or remove "
+           "checkpoint_peer_timeout_s"),
        IntKey<S>("metrics_port", &S::metrics_port, -1, 65535,
                  "an integer in [-1, 65535] (-1 = off, 0 = any port)",
                  "Prometheus /metrics port (-1 = off, 0 = an OS-picked port)"),

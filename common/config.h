@@ -23,6 +23,12 @@ namespace ps {
 
 enum class DeviceKind { kAuto, kCpu, kCuda };
 
+// How the servers agree on the cluster checkpoint id they restore
+// (server/checkpoint_set.h): by reading every shard's directory under one
+// shared checkpoint_dir, or by asking every other shard's server over gRPC
+// (each server has its own volume, as on Kubernetes).
+enum class CheckpointAgreement { kSharedDir, kPeers };
+
 struct ServerOptions {
   DeviceKind device = DeviceKind::kAuto;
   int threads = 2;  // shard executor threads
@@ -32,6 +38,10 @@ struct ServerOptions {
   int64_t max_message_bytes = 64 << 20;
   std::string checkpoint_dir;       // "" = no checkpoints
   int64_t checkpoint_interval_s = 0;  // 0 = only on demand and on SIGTERM
+  CheckpointAgreement checkpoint_agreement = CheckpointAgreement::kSharedDir;
+  // kPeers: how long a starting shard waits for every other shard's server
+  // to answer before it gives up (exit 1, naming the silent shards).
+  int64_t checkpoint_peer_timeout_s = 300;
   int metrics_port = -1;            // -1 = off, 0 = OS-picked port
   int64_t dedup_window = 4096;      // remembered push ids per client
   // Table memory a server may hold (server/rows/memory_budget.h): requests

@@ -530,7 +530,8 @@ TEST(ConfigErrorTest, WrongTypeForBoolAndList) {
             "bad.yaml:7:9: server: expected a mapping, got a list; allowed: "
             "device, threads, heartbeat_timeout_ms, worker_join_timeout_ms, "
             "reject_non_finite, max_message_bytes, checkpoint_dir, "
-            "checkpoint_interval_s, metrics_port, dedup_window, "
+            "checkpoint_interval_s, checkpoint_agreement, "
+            "checkpoint_peer_timeout_s, metrics_port, dedup_window, "
             "memory_cap_bytes");
 }
 
@@ -742,6 +743,41 @@ TEST(ConfigErrorTest, CrossSectionContradictions) {
   EXPECT_EQ(ErrorOf(OneTable("") + "client: {keepalive_timeout_ms: 0}\n"),
             "bad.yaml:7:32: client.keepalive_timeout_ms: value 0 out of range; "
             "allowed: an integer > 0");
+}
+
+TEST(ConfigTest, CheckpointAgreementParsesToExactValues) {
+  ClusterConfig c = ParseOk(OneTable("") +
+                            "server: {checkpoint_dir: /d, "
+                            "checkpoint_agreement: peers, "
+                            "checkpoint_peer_timeout_s: 42}\n");
+  EXPECT_EQ(c.server.checkpoint_agreement, CheckpointAgreement::kPeers);
+  EXPECT_EQ(c.server.checkpoint_peer_timeout_s, 42);
+  ClusterConfig d = ParseOk(OneTable("") + "server: {checkpoint_dir: /d}\n");
+  EXPECT_EQ(d.server.checkpoint_agreement, CheckpointAgreement::kSharedDir);
+  EXPECT_EQ(d.server.checkpoint_peer_timeout_s, 300);
+}
+
+TEST(ConfigErrorTest, CheckpointAgreementErrorsNameKeyAndFix) {
+  EXPECT_EQ(ErrorOf(OneTable("") + "server: {checkpoint_dir: /d, "
+                                   "checkpoint_agreement: gossip}\n"),
+            "bad.yaml:7:52: server.checkpoint_agreement: unknown checkpoint "
+            "agreement 'gossip'; allowed: shared_dir, peers");
+  EXPECT_EQ(ErrorOf(OneTable("") + "server: {checkpoint_agreement: peers}\n"),
+            "bad.yaml:7:10: server.checkpoint_agreement: "
+            "checkpoint_agreement applies to checkpoints, and "
+            "server.checkpoint_dir is not set; set server.checkpoint_dir, or "
+            "remove checkpoint_agreement");
+  EXPECT_EQ(ErrorOf(OneTable("") + "server: {checkpoint_dir: /d, "
+                                   "checkpoint_peer_timeout_s: 5}\n"),
+            "bad.yaml:7:30: server.checkpoint_peer_timeout_s: "
+            "checkpoint_peer_timeout_s applies to checkpoint_agreement: peers "
+            "only; set checkpoint_agreement: peers, or remove "
+            "checkpoint_peer_timeout_s");
+  EXPECT_EQ(ErrorOf(OneTable("") + "server: {checkpoint_dir: /d, "
+                                   "checkpoint_agreement: peers, "
+                                   "checkpoint_peer_timeout_s: 0}\n"),
+            "bad.yaml:7:86: server.checkpoint_peer_timeout_s: value 0 out of "
+            "range; allowed: an integer in [1, 86400]");
 }
 
 TEST(ConfigErrorTest, TrainingContradictions) {

@@ -107,11 +107,11 @@ absl::Status MakeDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
-std::string CheckpointName(uint64_t seq) {
-  return absl::StrFormat("%s%012d%s", kPrefix, seq, kSuffix);
-}
-
 }  // namespace
+
+std::string CheckpointFileName(uint64_t id) {
+  return absl::StrFormat("%s%012d%s", kPrefix, id, kSuffix);
+}
 
 std::string ShardCheckpointDir(const std::string& root, uint32_t shard,
                                uint32_t num_shards) {
@@ -152,7 +152,7 @@ absl::StatusOr<CheckpointInfo> WriteCheckpointFile(const std::string& shard_dir,
                                                    const ShardState& state) {
   const absl::Time start = absl::Now();
   RETURN_IF_ERROR(MakeDirectories(shard_dir));
-  const std::string path = absl::StrCat(shard_dir, "/", CheckpointName(seq));
+  const std::string path = absl::StrCat(shard_dir, "/", CheckpointFileName(seq));
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                       0644);

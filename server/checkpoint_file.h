@@ -30,6 +30,10 @@ namespace ps {
 std::string ShardCheckpointDir(const std::string& root, uint32_t shard,
                                uint32_t num_shards);
 
+// "ckpt-<id, at least 12 digits>.bin": the name of checkpoint `id`'s file in
+// its shard directory.
+std::string CheckpointFileName(uint64_t id);
+
 struct CheckpointFile {
   uint64_t seq = 0;
   std::string path;

@@ -1,6 +1,8 @@
 #include "server/checkpointer.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -8,10 +10,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "server/checkpoint_set.h"
 #include "spdlog/spdlog.h"
 
 namespace ps {
+namespace {
+
+// One question to the peers after a write or before a periodic checkpoint
+// (not at start): a peer silent this long is taken as "did not answer".
+constexpr absl::Duration kPeerQueryTimeout = absl::Seconds(2);
+
+}  // namespace
 
 Checkpointer::Checkpointer(Shard* shard, uint64_t fingerprint,
                            const CheckpointerOptions& options)
@@ -27,13 +35,107 @@ absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
   ASSIGN_OR_RETURN(std::string restored, RestoreChosen());
   RETURN_IF_ERROR(MarkShardStarted(options_.root, shard_->shard_index(),
                                    shard_->num_shards()));
+  absl::MutexLock lock(&inventory_mu_);
+  if (inventory_.has_value()) inventory_->started = inventory_->restored = true;
   return restored;
+}
+
+std::optional<ShardCheckpoints> Checkpointer::Inventory(
+    uint32_t asking_shard) {
+  absl::MutexLock lock(&inventory_mu_);
+  if (inventory_.has_value() && asking_shard < asked_by_.size()) {
+    asked_by_[asking_shard] = true;
+  }
+  return inventory_;
+}
+
+bool Checkpointer::AskedByAll() const {
+  for (uint32_t j = 0; j < asked_by_.size(); ++j) {
+    if (j != shard_->shard_index() && !asked_by_[j]) return false;
+  }
+  return true;
+}
+
+void Checkpointer::AnswerEveryPeerOnce(absl::Time deadline) {
+  spdlog::info("shard {}: refusing to start; answering the other shards "
+               "until each has asked once (up to {} s), so that they refuse "
+               "too",
+               shard_->shard_index(),
+               absl::ToInt64Seconds(deadline - absl::Now()));
+  absl::MutexLock lock(&inventory_mu_);
+  inventory_mu_.AwaitWithDeadline(
+      absl::Condition(this, &Checkpointer::AskedByAll), deadline);
+}
+
+absl::StatusOr<std::string> Checkpointer::RestoreAgreed() {
+  ASSIGN_OR_RETURN(ShardCheckpoints own,
+                   VerifyOwnCheckpoints(shard_dir_, shard_->shard_index(),
+                                        shard_->num_shards(), fingerprint_));
+  const absl::Time deadline = absl::Now() + options_.peer_timeout;
+  {
+    absl::MutexLock lock(&inventory_mu_);
+    asked_by_.assign(shard_->num_shards(), false);
+    inventory_ = own;  // the peers may ask from now on
+  }
+  spdlog::info("shard {}: {} valid checkpoint(s) of its own; asking the "
+               "other {} shard(s) which they hold (checkpoint_agreement: "
+               "peers, up to {} s)",
+               shard_->shard_index(),
+               std::count_if(own.parts.begin(), own.parts.end(),
+                             [](const auto& p) { return p.second.empty(); }),
+               shard_->num_shards() - 1,
+               absl::ToInt64Seconds(options_.peer_timeout));
+  ASSIGN_OR_RETURN(
+      std::vector<std::optional<ShardCheckpoints>> answers,
+      options_.peers->Ask(deadline, true));
+  std::vector<ShardCheckpoints> all;
+  bool all_started = true;
+  for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
+    all.push_back(j == shard_->shard_index() ? own : *answers[j]);
+    if (j == shard_->shard_index()) continue;
+    // This shard's own marker is left by RestoreLatest() right after.
+    all_started &= all.back().started;
+    if (all.back().restored) {
+      absl::MutexLock lock(&inventory_mu_);
+      asked_by_[j] = true;  // a serving peer will not ask: no need to wait
+    }
+  }
+  absl::StatusOr<CommonCheckpoint> chosen = ChooseCommonCheckpoint(
+      all, "held by the shards' servers (checkpoint_agreement: peers)",
+      "move every server's checkpoint directory away");
+  if (!chosen.ok()) {
+    AnswerEveryPeerOnce(deadline);
+    return chosen.status();
+  }
+  CommonCheckpoint common = *std::move(chosen);
+  for (const auto& [id, why] : common.incomplete) {
+    spdlog::warn("cluster checkpoint {} is not complete: {}", id, why);
+  }
+  SetAsideNewerThan(common.id, &own);
+  {
+    absl::MutexLock lock(&inventory_mu_);
+    inventory_ = own;
+    all_started_ = all_started;
+  }
+  newest_id_ = common.id;
+  if (common.id == 0) return std::string();
+  const std::string path =
+      absl::StrCat(shard_dir_, "/", CheckpointFileName(common.id));
+  // Read again (verification kept no state): a part that changed since
+  // fails the start rather than restoring something unverified.
+  ASSIGN_OR_RETURN(ShardState state, ReadCheckpointFile(path));
+  RETURN_IF_ERROR(RestoreFrom(path, state));
+  spdlog::info("shard {}: restored cluster checkpoint {} (complete on all {} "
+               "shards, agreed with their servers)",
+               shard_->shard_index(), common.id, shard_->num_shards());
+  return path;
 }
 
 absl::StatusOr<std::string> Checkpointer::RestoreChosen() {
   absl::MutexLock lock(&write_mu_);
   RemoveIncompleteCheckpoints(shard_dir_);
   if (options_.allow_inconsistent_restore) return RestoreOwnNewest();
+  if (options_.peers != nullptr) return RestoreAgreed();
   ASSIGN_OR_RETURN(
       ClusterCheckpointChoice choice,
       ChooseClusterCheckpoint(options_.root, shard_->shard_index(),
@@ -157,11 +259,8 @@ absl::StatusOr<CheckpointInfo> Checkpointer::WriteLocked(
                    WriteCheckpointFile(shard_dir_, id, state));
   newest_id_ = id;
   info.duration = absl::Now() - start;
-  PruneCheckpoints(
-      shard_dir_, options_.keep,
-      options_.allow_inconsistent_restore
-          ? std::numeric_limits<uint64_t>::max()
-          : PruneThreshold(options_.root, shard_->num_shards(), options_.keep));
+  PruneCheckpoints(shard_dir_, options_.keep, PruneBelow());
+  UpdateInventory(id);
   if (options_.on_written) options_.on_written(info);
   spdlog::info("shard {}: checkpoint {} written ({} bytes, copy {} ms, total "
                "{} ms)",
@@ -169,6 +268,84 @@ absl::StatusOr<CheckpointInfo> Checkpointer::WriteLocked(
                absl::ToInt64Milliseconds(copy_time),
                absl::ToInt64Milliseconds(info.duration));
   return info;
+}
+
+uint64_t Checkpointer::PruneBelow() {
+  if (options_.allow_inconsistent_restore) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  if (options_.peers == nullptr) {
+    return PruneThreshold(options_.root, shard_->num_shards(), options_.keep);
+  }
+  absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> answers =
+      options_.peers->Ask(absl::Now() + kPeerQueryTimeout, false);
+  std::vector<ShardCheckpoints> all;
+  for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
+    if (j == shard_->shard_index()) {
+      std::optional<ShardCheckpoints> own = Inventory(shard_->shard_index());
+      if (!own.has_value()) return 0;
+      all.push_back(*std::move(own));
+      continue;
+    }
+    // Safe rule: without every shard's holdings, an old part might be the
+    // newest complete set somewhere; keep everything.
+    if (!answers.ok() || !(*answers)[j].has_value()) {
+      spdlog::info("shard {}: not pruning old checkpoints: shard {} did not "
+                   "answer ({})",
+                   shard_->shard_index(), j,
+                   answers.ok() ? "no answer in time"
+                                : answers.status().ToString());
+      return 0;
+    }
+    all.push_back(*(*answers)[j]);
+  }
+  return CommonPruneThreshold(all, options_.keep);
+}
+
+void Checkpointer::UpdateInventory(uint64_t written) {
+  absl::MutexLock lock(&inventory_mu_);
+  if (!inventory_.has_value()) return;
+  if (written != 0) inventory_->parts[written] = "";
+  absl::StatusOr<std::vector<CheckpointFile>> files =
+      ListCheckpoints(shard_dir_);
+  if (!files.ok()) return;
+  // Usable parts that are gone (pruned) are dropped; damaged ones, found at
+  // start and renamed then, stay with why for the peers' messages.
+  std::map<uint64_t, std::string> kept;
+  for (const auto& [id, why] : inventory_->parts) {
+    if (!why.empty()) kept.emplace(id, why);
+  }
+  for (const CheckpointFile& f : *files) {
+    auto it = inventory_->parts.find(f.seq);
+    if (it != inventory_->parts.end()) kept.insert(*it);
+  }
+  inventory_->parts = std::move(kept);
+}
+
+std::vector<uint32_t> Checkpointer::ShardsNotStarted() {
+  // Per-shard mode (--allow_inconsistent_restore) coordinates nothing: the
+  // shards may not even see each other's directories (per-pod volumes).
+  if (options_.allow_inconsistent_restore) return {};
+  if (options_.peers == nullptr) {
+    return ShardsNeverStarted(options_.root, shard_->num_shards());
+  }
+  {
+    absl::MutexLock lock(&inventory_mu_);
+    if (all_started_) return {};
+  }
+  absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> answers =
+      options_.peers->Ask(absl::Now() + kPeerQueryTimeout, false);
+  std::vector<uint32_t> absent;
+  for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
+    if (j == shard_->shard_index()) continue;
+    if (!answers.ok() || !(*answers)[j].has_value() ||
+        !(*answers)[j]->started) {
+      absent.push_back(j);
+    }
+  }
+  absl::MutexLock lock(&inventory_mu_);
+  all_started_ = absent.empty();
+  return absent;
 }
 
 void Checkpointer::Start() {
@@ -250,16 +427,11 @@ void Checkpointer::Loop() {
     }
     const absl::Time now = absl::Now();
     if (now < next_periodic) continue;
-    // Per-shard mode (--allow_inconsistent_restore) coordinates nothing: the
-    // shards may not even see each other's directories (per-pod volumes).
-    if (const std::vector<uint32_t> absent =
-            options_.allow_inconsistent_restore
-                ? std::vector<uint32_t>()
-                : ShardsNeverStarted(options_.root, shard_->num_shards());
+    if (const std::vector<uint32_t> absent = ShardsNotStarted();
         !absent.empty()) {
       next_periodic = NextBoundary(now, options_.interval);
       spdlog::info("shard {}: periodic checkpoint skipped: shard(s) {} have "
-                   "not started yet",
+                   "not started yet (peers: or did not answer)",
                    shard_->shard_index(), absl::StrJoin(absent, ", "));
       continue;
     }

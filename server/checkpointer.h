@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -32,10 +33,26 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/checkpoint_file.h"
+#include "server/checkpoint_set.h"
 #include "server/shard.h"
 #include "server/shard_state.h"
 
 namespace ps {
+
+// What the other shards hold (server.checkpoint_agreement: peers; the gRPC
+// implementation is server/checkpoint_peers.h). Thread-safe.
+class PeerInventories {
+ public:
+  virtual ~PeerInventories() = default;
+  // Slot j holds shard j's answer (this shard's own slot stays empty). With
+  // `until_all`, asks again with backoff until every other shard answered
+  // or `deadline` passed: DEADLINE_EXCEEDED naming the shards that did not
+  // answer and why. Without it, one try each by `deadline`; a shard that
+  // did not answer has an empty slot. FAILED_PRECONDITION when a shard
+  // answers for another layout or refuses (a config mismatch).
+  virtual absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> Ask(
+      absl::Time deadline, bool until_all) = 0;
+};
 
 struct CheckpointerOptions {
   std::string root;  // server.checkpoint_dir; must be non-empty
@@ -50,6 +67,13 @@ struct CheckpointerOptions {
   // --allow_inconsistent_restore: each shard restores its own newest valid
   // checkpoint (the pre-cluster rule), even when other shards lack that id.
   bool allow_inconsistent_restore = false;
+  // server.checkpoint_agreement: peers: how this shard learns what the
+  // others hold (null: shared_dir, their directories are read under
+  // `root`). Not owned; outlives the Checkpointer. Unused with
+  // allow_inconsistent_restore.
+  PeerInventories* peers = nullptr;
+  // With `peers`: how long RestoreLatest waits for every peer to answer.
+  absl::Duration peer_timeout = absl::Seconds(300);
 };
 
 // Writes a shard's checkpoints: periodically and on request (its own thread),
@@ -76,8 +100,17 @@ class Checkpointer {
   // when there is none. FAILED_PRECONDITION, and the server must not start,
   // when some shard has checkpoints but none is complete on every shard
   // (the message names the id and the shards), or the checkpoint belongs to
-  // another cluster layout or does not fit the configured tables.
+  // another cluster layout or does not fit the configured tables. With
+  // `peers`: blocks until every peer answered (Inventory() answers theirs
+  // meanwhile); DEADLINE_EXCEEDED naming the silent shards after
+  // `peer_timeout`.
   absl::StatusOr<std::string> RestoreLatest();
+
+  // With `peers`: this shard's verified parts and its started state, for
+  // shard `asking_shard` (the CheckpointPeers service); empty until
+  // RestoreLatest() has verified the files. Never waits for a checkpoint
+  // being written.
+  std::optional<ShardCheckpoints> Inventory(uint32_t asking_shard);
 
   // Starts the thread (periodic checkpoints every `interval`, and requests).
   void Start();
@@ -115,6 +148,24 @@ class Checkpointer {
   absl::StatusOr<std::string> RestoreOwnNewest()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<std::string> RestoreChosen();
+  // peers: verify own files, ask the peers, apply the common rule.
+  absl::StatusOr<std::string> RestoreAgreed()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // peers, refusing to start: goes on answering until every other shard
+  // that was not serving yet has asked once (or `deadline`), so that each
+  // reaches the same verdict instead of waiting out its timeout for a shard
+  // that already exited.
+  void AnswerEveryPeerOnce(absl::Time deadline);
+  bool AskedByAll() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(inventory_mu_);
+  // The id below which this shard's files may be pruned
+  // (server/checkpoint_set.h); asks the peers in peers mode.
+  uint64_t PruneBelow();
+  // The shards that have never started (periodic checkpoints wait for
+  // them); asks the peers in peers mode until every shard was seen started.
+  std::vector<uint32_t> ShardsNotStarted();
+  // peers: the inventory after this shard wrote `written` (0: none) and
+  // pruned; re-lists the directory.
+  void UpdateInventory(uint64_t written);
   // Restores `state` (read from `path`) into the shard, or says why not.
   absl::Status RestoreFrom(const std::string& path, const ShardState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -128,6 +179,14 @@ class Checkpointer {
   absl::Mutex write_mu_;  // one checkpoint at a time
   // The newest checkpoint id written or restored; unset: not listed yet.
   std::optional<uint64_t> newest_id_ ABSL_GUARDED_BY(write_mu_);
+
+  // peers: what Inventory() answers; unset until verified.
+  mutable absl::Mutex inventory_mu_;
+  std::optional<ShardCheckpoints> inventory_ ABSL_GUARDED_BY(inventory_mu_);
+  // peers: every shard was seen started once (markers are never removed).
+  bool all_started_ ABSL_GUARDED_BY(inventory_mu_) = false;
+  // The shards that received an answer from Inventory().
+  std::vector<bool> asked_by_ ABSL_GUARDED_BY(inventory_mu_);
 
   absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;

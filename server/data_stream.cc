@@ -99,7 +99,7 @@ class DataStreamCall {
       return;
     }
     server_->RequestCall();  // the next client's stream
-    absl::Status status = server_->service_->CheckAuth(context_);
+    absl::Status status = server_->service_->Admit(context_);
     if (status.ok() && !server_->AddOpen(this)) {
       status = absl::UnavailableError("server is shutting down");
     }

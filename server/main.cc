@@ -3,7 +3,7 @@
 //   ps_server --config FILE [--index I] [--listen HOST:PORT]
 //             [--advertise_host HOST] [--port_file PATH] [--log_level LEVEL]
 //             [--metrics_port N] [--metrics_port_file PATH]
-//             [--allow_inconsistent_restore]
+//             [--allow_inconsistent_restore] [--checkpoint_dir DIR]
 //
 // --index defaults to $PS_SERVER_INDEX, else the trailing ordinal of
 // $HOSTNAME (Kubernetes StatefulSet pod "ps-server-3" -> 3). --listen
@@ -17,6 +17,10 @@
 // Prometheus metrics are served on --metrics_port (default: the config's
 // server.metrics_port; -1 off, 0 OS-picked) at the listen host; the bound
 // port is logged and, with --metrics_port_file, written like --port_file.
+//
+// --checkpoint_dir overrides the config's server.checkpoint_dir for this
+// server (e.g. several servers with checkpoint_agreement: peers on one
+// machine, each with its own directory, as pods have their own volumes).
 //
 // Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
 // command line or config, including a server.checkpoint_dir where this shard
@@ -74,6 +78,10 @@ ABSL_FLAG(bool, allow_inconsistent_restore, false,
           "restore this shard's own newest valid checkpoint even when another "
           "shard lacks that checkpoint id (the model may mix states from "
           "different times); by default such a server refuses to start");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "this server's checkpoint directory instead of the config's "
+          "server.checkpoint_dir (which must then be set: the config decides "
+          "whether there are checkpoints)");
 ABSL_FLAG(std::string, log_level, "",
           "trace|debug|info|warn|error|critical|off; default: the config's "
           "log_level");
@@ -203,6 +211,15 @@ absl::StatusOr<Setup> ReadSetup() {
   setup.port_file = absl::GetFlag(FLAGS_port_file);
   setup.options.allow_inconsistent_restore =
       absl::GetFlag(FLAGS_allow_inconsistent_restore);
+  if (const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
+      !dir.empty()) {
+    if (setup.config.server.checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--checkpoint_dir needs server.checkpoint_dir in ", config_path,
+          " (the config decides whether the cluster checkpoints)"));
+    }
+    setup.config.server.checkpoint_dir = dir;
+  }
   if (!setup.config.server.checkpoint_dir.empty()) {
     // Before serving: a directory that cannot take the periodic and final
     // checkpoints would only show at the first one, when work is at stake.
@@ -233,7 +250,8 @@ int main(int argc, char** argv) {
       "one shard of the parameter-server cluster.\n\n"
       "  ps_server --config FILE [--index I] [--listen HOST:PORT] "
       "[--advertise_host HOST] [--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
-      "[--metrics_port_file PATH] [--allow_inconsistent_restore]\n\n"
+      "[--metrics_port_file PATH] [--allow_inconsistent_restore] "
+      "[--checkpoint_dir DIR]\n\n"
       "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
       "bad command line or config (including an unwritable "
       "server.checkpoint_dir); 1 when the server cannot start or its final "

@@ -162,34 +162,66 @@ ParameterServerProcess::Create(const ClusterConfig& config, int shard_index,
   process->data_streams_ = std::make_unique<DataStreamServer>(
       process->service_.get(), process->shard_.get(), process->queue_.get());
   if (config.replication.factor > 1) process->CreateReplica();
-  if (!config.server.checkpoint_dir.empty()) {
-    // Restored before the port is bound, so nothing is served (and health
-    // never says SERVING) from the initial values of a shard that has a
-    // checkpoint.
-    CheckpointerOptions checkpoints;
-    checkpoints.root = config.server.checkpoint_dir;
-    checkpoints.interval = absl::Seconds(config.server.checkpoint_interval_s);
-    checkpoints.allow_inconsistent_restore =
-        options.allow_inconsistent_restore;
-    ServerMetrics* metrics = process->metrics_.get();
-    checkpoints.on_written = [metrics](const CheckpointInfo&) {
-      metrics->SetLastCheckpointTime();
-    };
-    process->checkpointer_ = std::make_unique<Checkpointer>(
-        shard,
-        PartitionFingerprint(static_cast<uint32_t>(config.servers.size()),
-                             config.tables),
-        checkpoints);
-    ASSIGN_OR_RETURN(std::string restored,
-                     process->checkpointer_->RestoreLatest());
-    if (restored.empty()) {
-      spdlog::info("shard {}: no checkpoint in {}; starting from the initial "
-                   "values",
-                   shard_index, process->checkpointer_->shard_dir());
-    }
-    process->service_->SetCheckpointer(process->checkpointer_.get());
-  }
+  RETURN_IF_ERROR(process->CreateCheckpointer());
   return process;
+}
+
+absl::Status ParameterServerProcess::CreateCheckpointer() {
+  const uint32_t num_shards = static_cast<uint32_t>(config_.servers.size());
+  const uint64_t fingerprint = PartitionFingerprint(num_shards, config_.tables);
+  if (config_.server.checkpoint_dir.empty()) {
+    checkpoint_peer_service_ = std::make_unique<CheckpointPeerService>(
+        nullptr, false, static_cast<uint32_t>(shard_index_), num_shards,
+        fingerprint, config_.auth_token);
+    return absl::OkStatus();
+  }
+  CheckpointerOptions checkpoints;
+  checkpoints.root = config_.server.checkpoint_dir;
+  checkpoints.interval = absl::Seconds(config_.server.checkpoint_interval_s);
+  checkpoints.allow_inconsistent_restore = options_.allow_inconsistent_restore;
+  ServerMetrics* metrics = metrics_.get();
+  checkpoints.on_written = [metrics](const CheckpointInfo&) {
+    metrics->SetLastCheckpointTime();
+  };
+  const bool peers =
+      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers;
+  // --allow_inconsistent_restore asks nobody, whatever the agreement.
+  restore_in_start_ = peers && !options_.allow_inconsistent_restore;
+  if (restore_in_start_) {
+    ASSIGN_OR_RETURN(checkpoint_peers_,
+                     CheckpointPeers::Create(
+                         config_, static_cast<uint32_t>(shard_index_),
+                         fingerprint));
+    checkpoints.peers = checkpoint_peers_.get();
+    checkpoints.peer_timeout =
+        absl::Seconds(config_.server.checkpoint_peer_timeout_s);
+  }
+  checkpointer_ =
+      std::make_unique<Checkpointer>(shard_.get(), fingerprint, checkpoints);
+  checkpoint_peer_service_ = std::make_unique<CheckpointPeerService>(
+      checkpointer_.get(), peers, static_cast<uint32_t>(shard_index_),
+      num_shards, fingerprint, config_.auth_token);
+  service_->SetCheckpointer(checkpointer_.get());
+  // Peers mode: Start() restores once it answers the other shards;
+  // meanwhile every data method answers UNAVAILABLE.
+  if (restore_in_start_) {
+    service_->set_restoring(true);
+    return absl::OkStatus();
+  }
+  // Restored before the port is bound, so nothing is served (and health
+  // never says SERVING) from the initial values of a shard that has a
+  // checkpoint.
+  return RestoreCheckpoint();
+}
+
+absl::Status ParameterServerProcess::RestoreCheckpoint() {
+  ASSIGN_OR_RETURN(std::string restored, checkpointer_->RestoreLatest());
+  if (restored.empty()) {
+    spdlog::info("shard {}: no checkpoint in {}; starting from the initial "
+                 "values",
+                 shard_index_, checkpointer_->shard_dir());
+  }
+  return absl::OkStatus();
 }
 
 ParameterServerProcess::ParameterServerProcess(const ClusterConfig& config,
@@ -233,6 +265,7 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(service_.get());
   builder.RegisterService(health_.get());
+  builder.RegisterService(checkpoint_peer_service_.get());
   if (replica_ != nullptr) builder.RegisterService(replica_->follow_service());
   queue_->AddTo(&builder);
   server_ = builder.BuildAndStart();
@@ -255,11 +288,30 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
       return s;
     }
   }
+  if (restore_in_start_) {
+    // Health says NOT_SERVING (not "unknown") while the shards agree.
+    health_->SetServingStatus("", false);
+    health_->SetServingStatus(kServiceName, false);
+  }
   service_->ServeUnaryMethods(queue_.get());
+  checkpoint_peer_service_->Serve(queue_.get());
   health_->Serve(queue_.get());
   data_streams_->Start();
   if (replica_ != nullptr) replica_->StartFollowService(queue_.get());
   queue_->Start();
+  if (restore_in_start_) {
+    spdlog::info("shard {} listening on {} (port {}) to agree on its "
+                 "checkpoint with the other shards; not serving data yet",
+                 shard_index_, listen_address_, port);
+    // On an error, Stop() (the destructor) takes the server down again.
+    RETURN_IF_ERROR(RestoreCheckpoint());
+    service_->set_restoring(false);
+  }
+  BeginServing(port);
+  return port;
+}
+
+void ParameterServerProcess::BeginServing(int port) {
   shard_->Start();
   if (checkpointer_ != nullptr) checkpointer_->Start();
   health_->SetServingStatus("", true);
@@ -269,10 +321,10 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   {
     absl::MutexLock lock(&mu_);
     port_ = port;
+    serving_ = true;
   }
   spdlog::info("shard {} serving on {} (port {}), {} tables", shard_index_,
                listen_address_, port, config_.tables.size());
-  return port;
 }
 
 absl::Status ParameterServerProcess::shutdown_status() const {
@@ -314,14 +366,16 @@ void ParameterServerProcess::Stop() {
   if (executor_ != nullptr) executor_->Stop();
   if (checkpointer_ != nullptr) {
     checkpointer_->Stop();
-    bool started;
+    bool serving;
     {
       absl::MutexLock lock(&mu_);
-      started = started_;
+      serving = serving_;
     }
     // Every answered request is in it: nothing is lost by a clean restart
-    // (except the pushes of a sync step that was still open; logged).
-    if (started) {
+    // (except the pushes of a sync step that was still open; logged). A
+    // server that never served (its restore failed) writes nothing: its
+    // state would be the initial values under a newer id.
+    if (serving) {
       absl::StatusOr<CheckpointInfo> info =
           checkpointer_->WriteFinal(absl::ZeroDuration());
       if (!info.ok()) {

@@ -8,8 +8,17 @@
 // Owns: the update backend (via the Shard), the executor threads, the Shard
 // (with its liveness monitor) and the grpc::Server. gRPC's default health
 // service reports SERVING (for "" and "ps.proto.ParameterServer") once every
-// configured table exists and the port is bound, NOT_SERVING from the start
-// of Stop(). Server reflection is enabled.
+// configured table exists (restored from the cluster checkpoint, if any) and
+// the port is bound, NOT_SERVING from the start of Stop(). Server
+// reflection is enabled.
+//
+// Checkpoint restore (server/checkpoint_set.h): with
+// server.checkpoint_agreement shared_dir (or --allow_inconsistent_restore)
+// Create() restores, before anything is bound. With peers, the shards must
+// talk to agree, so Start() binds first and answers the CheckpointPeers
+// service (and health, NOT_SERVING) while every other method answers
+// UNAVAILABLE "restoring"; it returns once the shard is restored and
+// serving.
 //
 // Thread safety: Start() once; Stop() and Wait() from any thread.
 #ifndef PS_SERVER_SERVER_H_
@@ -26,6 +35,7 @@
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
+#include "server/checkpoint_peers.h"
 #include "server/checkpointer.h"
 #include "server/data_stream.h"
 #include "server/executor.h"
@@ -76,6 +86,10 @@ class ParameterServerProcess {
 
   // Binds and starts serving. Returns the bound port. UNAVAILABLE when the
   // address cannot be bound; NOT_FOUND / INVALID_ARGUMENT for TLS files.
+  // checkpoint_agreement peers: restores first (blocking up to
+  // server.checkpoint_peer_timeout_s), with RestoreLatest()'s errors
+  // (DEADLINE_EXCEEDED naming the silent shards; FAILED_PRECONDITION when
+  // no id is complete); the server then stops.
   absl::StatusOr<int> Start();
 
   // Blocks until Stop() has completed.
@@ -106,6 +120,13 @@ class ParameterServerProcess {
   // streams (every data request goes through it) and to the health service
   // ("ps.replication.Replication" follows its role).
   void CreateReplica();
+  // server.checkpoint_dir: the Checkpointer (and, in peers mode, the
+  // channels to the other shards); restores now unless in peers mode.
+  absl::Status CreateCheckpointer();
+  // Restores the shard (Checkpointer::RestoreLatest), logging a fresh start.
+  absl::Status RestoreCheckpoint();
+  // Start()'s tail: the shard's threads, checkpoints and health SERVING.
+  void BeginServing(int port);
 
   const ClusterConfig config_;
   const int shard_index_;
@@ -116,11 +137,18 @@ class ParameterServerProcess {
   // Before shard_: the shard records into it until destroyed.
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<Shard> shard_;
+  // checkpoint_agreement peers (not --allow_inconsistent_restore): asks the
+  // other shards; Start() restores. Before checkpointer_, which uses it.
+  std::unique_ptr<CheckpointPeers> checkpoint_peers_;
+  bool restore_in_start_ = false;
   // Null without server.checkpoint_dir. Before service_, which uses it.
   std::unique_ptr<Checkpointer> checkpointer_;
   // The services and the queue they run on outlive the grpc::Server.
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<HealthService> health_;
+  // Answers the other shards' checkpoint questions (every mode; refuses
+  // outside peers mode).
+  std::unique_ptr<CheckpointPeerService> checkpoint_peer_service_;
   std::unique_ptr<ServerQueue> queue_;
   std::unique_ptr<DataStreamServer> data_streams_;
   // replication.factor > 1 only: this replica's role and replication stream.
@@ -130,6 +158,9 @@ class ParameterServerProcess {
   mutable absl::Mutex mu_;
   int port_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // Start() completed: the shard's state is restored and was served, so
+  // Stop() writes the final checkpoint (never one of unrestored values).
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status shutdown_status_ ABSL_GUARDED_BY(mu_);
   absl::Mutex stop_mu_;  // serializes Stop()

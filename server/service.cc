@@ -3,6 +3,8 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "proto/membership_error.h"
 #include "server/bearer_auth.h"
 #include "server/unary_call.h"
@@ -27,6 +29,18 @@ absl::Status ParameterServerService::CheckAuth(
   return CheckBearer(context, expected_authorization_);
 }
 
+absl::Status ParameterServerService::Admit(
+    const grpc::ServerContextBase& context) const {
+  RETURN_IF_ERROR(CheckAuth(context));
+  if (restoring_.load()) {
+    return absl::UnavailableError(absl::StrCat(
+        "shard ", shard_->shard_index(), " is restoring its checkpoint "
+        "(agreeing on the cluster checkpoint id with the other shards); "
+        "retry"));
+  }
+  return absl::OkStatus();
+}
+
 template <typename Request, typename Response, typename RequestMethod>
 void ParameterServerService::Serve(ServerQueue* queue,
                                    RequestMethod request_method,
@@ -44,8 +58,8 @@ void ParameterServerService::Serve(ServerQueue* queue,
                       const grpc::ServerContext& context,
                       const Request& request, Response* response,
                       UnaryDone done) {
-    if (absl::Status auth = CheckAuth(context); !auth.ok()) {
-      done(ToGrpcStatus(auth));
+    if (absl::Status admitted = Admit(context); !admitted.ok()) {
+      done(ToGrpcStatus(admitted));
       return;
     }
     if (membership && control_admission_) {
@@ -80,7 +94,7 @@ void ParameterServerService::ServeUnaryMethods(ServerQueue* queue) {
     RequestExportTable(context, request, writer, cq, cq, tag);
   };
   exporting.authorize = [this](const grpc::ServerContext& context) {
-    return CheckAuth(context);
+    return Admit(context);
   };
   exporting.shard = shard_;
   ServeExportTable(queue, std::move(exporting));

@@ -15,6 +15,7 @@
 #ifndef PS_SERVER_SERVICE_H_
 #define PS_SERVER_SERVICE_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -57,6 +58,16 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   // OK when `context` carries the expected bearer token (or none is
   // required), else UNAUTHENTICATED.
   absl::Status CheckAuth(const grpc::ServerContextBase& context) const;
+
+  // Whether a call of this service may be served: CheckAuth, then
+  // UNAVAILABLE "shard <i> is restoring its checkpoint ...; retry" while
+  // restoring (set_restoring). Every method and DataStream ask this.
+  absl::Status Admit(const grpc::ServerContextBase& context) const;
+
+  // While true, every call is refused with UNAVAILABLE: the server is bound
+  // (so that the other shards can agree on a checkpoint with it,
+  // server/checkpoint_set.h) but its shard is not restored yet. Any thread.
+  void set_restoring(bool restoring) { restoring_.store(restoring); }
 
   // The shard's checkpointer for the Checkpoint RPC (null, the default:
   // FAILED_PRECONDITION, no checkpoint_dir). REQUIRES: set before serving;
@@ -116,6 +127,7 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   const std::string expected_authorization_;  // "" = no token required
   Checkpointer* checkpointer_ = nullptr;      // set before serving
   std::function<absl::Status()> control_admission_;  // set before serving
+  std::atomic<bool> restoring_{false};
 };
 
 }  // namespace ps

@@ -1,8 +1,11 @@
 #include "tests/cluster_harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +24,24 @@ namespace {
 std::string TempRoot() {
   const char* dir = getenv("TEST_TMPDIR");
   return dir != nullptr ? dir : "/tmp";
+}
+
+// A port of 127.0.0.1 free right now (the OS picks it; another process may
+// take it before the server binds it, which then fails its start loudly).
+absl::StatusOr<int> PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::InternalError("socket failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  const bool ok =
+      bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  if (!ok) return absl::InternalError("binding 127.0.0.1:0 failed");
+  return static_cast<int>(ntohs(address.sin_port));
 }
 
 }  // namespace
@@ -50,9 +71,18 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
   // Placeholder addresses: servers bind port 0 (--listen) and the harness
   // reads the real ports back; the partitioning only needs their count.
+  // With fixed_ports the addresses are real: the servers reach each other.
+  std::vector<std::string> listen(spec.num_servers);
   std::string yaml = "cluster:\n  servers:\n";
   for (int i = 0; i < spec.num_servers; ++i) {
-    absl::StrAppend(&yaml, "    - \"127.0.0.1:", 1 + i, "\"\n");
+    int port = 1 + i;
+    if (spec.fixed_ports) {
+      ASSIGN_OR_RETURN(port, PickFreePort());
+      listen[i] = absl::StrCat("127.0.0.1:", port);
+    } else {
+      listen[i] = absl::StrCat(cluster->spec_.placements[i].listen_ip, ":0");
+    }
+    absl::StrAppend(&yaml, "    - \"127.0.0.1:", port, "\"\n");
   }
   absl::StrAppend(&yaml, "  num_workers: ", spec.num_workers, "\n",
                   spec.body_yaml);
@@ -65,15 +95,28 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
   cluster->pids_.assign(spec.num_servers, -1);
   cluster->addresses_.assign(spec.num_servers, "");
-  for (int i = 0; i < spec.num_servers; ++i) {
-    RETURN_IF_ERROR(cluster->StartServer(
-        i, absl::StrCat(cluster->spec_.placements[i].listen_ip, ":0")));
+  if (spec.fixed_ports) {
+    for (int i = 0; i < spec.num_servers; ++i) {
+      RETURN_IF_ERROR(cluster->SpawnServer(i, listen[i]));
+    }
+    for (int i = 0; i < spec.num_servers; ++i) {
+      RETURN_IF_ERROR(cluster->AwaitServer(i));
+    }
+  } else {
+    for (int i = 0; i < spec.num_servers; ++i) {
+      RETURN_IF_ERROR(cluster->StartServer(i, listen[i]));
+    }
   }
   cluster->config_.servers = cluster->addresses_;
   return cluster;
 }
 
 absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
+  RETURN_IF_ERROR(SpawnServer(i, listen));
+  return AwaitServer(i);
+}
+
+absl::Status LocalCluster::SpawnServer(int i, const std::string& listen) {
   const std::string port_file = absl::StrCat(dir_, "/port_", i);
   unlink(port_file.c_str());
   const std::string log_file = absl::StrCat(dir_, "/server_", i, ".log");
@@ -85,6 +128,9 @@ absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
                            "--port_file=" + port_file});
   for (const std::string& flag : spec_.extra_server_flags) {
     args.push_back(flag);
+  }
+  if (static_cast<size_t>(i) < spec_.server_flags.size()) {
+    for (const std::string& flag : spec_.server_flags[i]) args.push_back(flag);
   }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -103,7 +149,12 @@ absl::Status LocalCluster::StartServer(int i, const std::string& listen) {
     _exit(127);
   }
   pids_[i] = pid;
+  return absl::OkStatus();
+}
 
+absl::Status LocalCluster::AwaitServer(int i) {
+  const std::string port_file = absl::StrCat(dir_, "/port_", i);
+  const pid_t pid = pids_[i];
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -158,6 +209,20 @@ absl::StatusOr<int> LocalCluster::KillServer(int i, int signal) {
 absl::Status LocalCluster::RestartServer(int i) {
   if (pids_[i] > 0) return absl::FailedPreconditionError("still running");
   return StartServer(i, addresses_[i]);
+}
+
+std::vector<absl::Status> LocalCluster::RestartServersTogether(
+    const std::vector<int>& indices) {
+  std::vector<absl::Status> results;
+  for (int i : indices) {
+    results.push_back(pids_[i] > 0
+                          ? absl::FailedPreconditionError("still running")
+                          : SpawnServer(i, addresses_[i]));
+  }
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (results[k].ok()) results[k] = AwaitServer(indices[k]);
+  }
+  return results;
 }
 
 std::string LocalCluster::ServerLog(int i) const {

@@ -41,6 +41,14 @@ struct ClusterSpec {
   // By server index; servers past its end run on 127.0.0.1 in this process's
   // network namespace.
   std::vector<ServerPlacement> placements;
+  // By server index: flags for that server only (after extra_server_flags),
+  // e.g. its own --checkpoint_dir.
+  std::vector<std::vector<std::string>> server_flags;
+  // The harness picks every port before starting any server (bind port 0,
+  // read it, close) and writes them into cluster.servers, and starts all
+  // servers before waiting for any: for servers that talk to each other
+  // at start (server.checkpoint_agreement: peers). Loopback only.
+  bool fixed_ports = false;
 };
 
 class LocalCluster {
@@ -68,6 +76,10 @@ class LocalCluster {
   absl::StatusOr<int> KillServer(int i, int signal);
   // Starts server `i` again on the same port.
   absl::Status RestartServer(int i);
+  // Starts the servers `indices` again on their ports, all before waiting
+  // for any; each one's result, in the order of `indices`.
+  std::vector<absl::Status> RestartServersTogether(
+      const std::vector<int>& indices);
   // The extra flags of every later (re)start.
   void set_extra_server_flags(std::vector<std::string> flags) {
     spec_.extra_server_flags = std::move(flags);
@@ -81,6 +93,10 @@ class LocalCluster {
  private:
   LocalCluster() = default;
   absl::Status StartServer(int i, const std::string& listen);
+  // Forks and execs server `i` listening on `listen`.
+  absl::Status SpawnServer(int i, const std::string& listen);
+  // Waits for server `i`'s port file (its address then) or its exit.
+  absl::Status AwaitServer(int i);
 
   ClusterSpec spec_;
   std::string dir_;

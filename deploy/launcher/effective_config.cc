@@ -127,6 +127,15 @@ absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
   for (const std::string& set : overrides.sets) {
     RETURN_IF_ERROR(ApplySet(root, set));
   }
+  // The servers of one ps_launch share its checkpoint directory and bind
+  // OS-picked ports (cluster.servers holds placeholders until they report
+  // them), so they cannot ask each other: checkpoint_agreement peers
+  // (server/checkpoint_set.h) becomes shared_dir, the same rule.
+  if (YAML::Node server = root["server"];
+      server.IsMap() && server["checkpoint_agreement"]) {
+    server["checkpoint_agreement"] = "shared_dir";
+    server.remove("checkpoint_peer_timeout_s");
+  }
   out.yaml_ = Emit(root);
   ASSIGN_OR_RETURN(
       out.config_,

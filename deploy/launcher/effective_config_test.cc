@@ -72,6 +72,25 @@ TEST(EffectiveConfigTest, CheckpointOverridesAddTheServerSection) {
   EXPECT_EQ(c->config().server.checkpoint_interval_s, 0);
 }
 
+TEST(EffectiveConfigTest, CheckpointAgreementPeersBecomesSharedDir) {
+  // A Kubernetes-style config (each server its own volume) run locally: the
+  // launched servers share one directory and cannot find each other.
+  ConfigOverrides o;
+  o.checkpoint_dir = "/tmp/ckpt";
+  o.sets = {"server.checkpoint_agreement=peers",
+            "server.checkpoint_peer_timeout_s=30"};
+  absl::StatusOr<EffectiveConfig> c =
+      EffectiveConfig::Create(kDefaultConfigYaml, "default", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config().server.checkpoint_agreement,
+            CheckpointAgreement::kSharedDir);
+  absl::StatusOr<ClusterConfig> rendered =
+      ParseClusterConfig(c->Render({"127.0.0.1:5", "127.0.0.1:6"}), "r");
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(rendered->server.checkpoint_agreement,
+            CheckpointAgreement::kSharedDir);
+}
+
 TEST(EffectiveConfigTest, SetCreatesSectionsTheFileLacks) {
   // The embedded default has no server: section.
   ConfigOverrides o;

@@ -79,6 +79,11 @@ std::string SummaryJson(const ps::ClusterConfig& config,
   return absl::StrCat(
       "{\"servers\": [", servers, "], \"num_workers\": ", config.num_workers,
       ", \"checkpoint_dir\": ", JsonString(config.server.checkpoint_dir),
+      ", \"checkpoint_agreement\": ",
+      JsonString(config.server.checkpoint_agreement ==
+                         ps::CheckpointAgreement::kPeers
+                     ? "peers"
+                     : "shared_dir"),
       ", \"metrics_port\": ", config.server.metrics_port,
       ", \"server_device\": ",
       JsonString(ps::DeviceKindName(config.server.device)),

@@ -32,7 +32,9 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
                     container.
   metrics-port      server.metrics_port is the container's and the Service's
                     "metrics" port.
-  checkpoint-mount  a volumeClaimTemplate is mounted at server.checkpoint_dir.
+  checkpoint-mount  a volumeClaimTemplate is mounted at server.checkpoint_dir,
+                    and server.checkpoint_agreement is peers (per-pod
+                    claims).
   selectors         the StatefulSet's, Service's and PodDisruptionBudget's
                     selectors select the server pods; a PDB exists.
   labels            every object and pod template carries the
@@ -56,8 +58,9 @@ per check ("PASS <dir> <check>" or "FAIL <dir> <check>: <why>"):
                     a bearer token from one (non-optional) Secret through
                     `ps_ctl inject-token`; the ConfigMap has no auth_token.
   network-policy    NetworkPolicies select the server pods and admit to
-                    their gRPC port only pods of component worker or admin,
-                    and do admit the workers and the admin pod.
+                    their gRPC port only pods of component worker or admin
+                    (and server, with replication or checkpoint_agreement
+                    peers), and do admit them.
   job-limits        the worker Job sets backoffLimitPerIndex (with
                     restartPolicy Never), activeDeadlineSeconds and
                     ttlSecondsAfterFinished.
@@ -205,6 +208,11 @@ def first_container(workload):
 
 def pod_spec(workload):
     return ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def server_args(sts):
+    container = first_container(sts)
+    return [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
 
 
 def flag_value(container, flag):
@@ -782,7 +790,16 @@ def check_checkpoint_mount(ctx):
                          (want, at[0].get("name"), sorted(claims)))
     if at[0].get("readOnly"):
         raise CheckError("%s is mounted read-only" % want)
-    return "%s on claim %s" % (want, at[0]["name"])
+    # A claim per pod: no server sees the others' directories, so the shared
+    # directory rule would refuse every restore once checkpoints exist.
+    if config["checkpoint_agreement"] != "peers" and \
+            "--allow_inconsistent_restore" not in server_args(sts):
+        raise CheckError("each server pod has its own claim %s, but "
+                         "server.checkpoint_agreement is %s (one directory shared by every "
+                         "server): set server.checkpoint_agreement: peers" %
+                         (at[0]["name"], config["checkpoint_agreement"]))
+    return "%s on claim %s, checkpoint_agreement %s" % (
+        want, at[0]["name"], config["checkpoint_agreement"])
 
 
 def pod_labels(workload):
@@ -1128,10 +1145,16 @@ def check_network_policy(ctx):
     grpc = named_port(first_container(sets[0]), "grpc")
     clients = grpc_clients(docs)
     allowed = GRPC_CLIENT_COMPONENTS
-    if len(sets) > 1:
+    # checkpoint_agreement peers: a starting server asks the others (unknown
+    # when the config did not parse: the servers may, and need not, be
+    # admitted then).
+    agreement = (ctx.get("config") or {}).get("checkpoint_agreement")
+    if len(sets) > 1 or agreement == "peers":
         # Replicated shards: a backup follows its primary over the gRPC port.
         allowed += ("server",)
         clients += [("servers", sts) for sts in sets]
+    elif agreement is None:
+        allowed += ("server",)
     admitted = []
     for sts in sets:
         admitted += admitted_peers(docs, pod_labels(sts), grpc, "grpc", allowed, "servers' gRPC")

@@ -1,0 +1,405 @@
+// Cluster checkpoints with server.checkpoint_agreement: peers
+// (server/checkpoint_set.h): three real ps_server processes, each with its
+// OWN checkpoint directory (--checkpoint_dir), as pods with their own
+// volumes; none can read another's files, so they agree over gRPC.
+// - one shard's newest part truncated, or deleted: every shard restores the
+//   older common id (exact values), the others' newer parts are set aside;
+// - a shard with no checkpoints while the others have one: every server
+//   refuses to start, naming the id and the shard; --allow_inconsistent_restore
+//   still serves (each its own, exactly the mix it says);
+// - a shard restarted alone agrees with the running ones (and refuses at
+//   once when its volume is empty);
+// - periodic checkpoints (once every server reports it started) share an id,
+//   and pruning keeps the newest ids common to all (asked, not read);
+// - a peer that never comes up: the starting server answers NOT_SERVING and
+//   UNAVAILABLE "restoring" meanwhile, and exits 1 after
+//   checkpoint_peer_timeout_s naming the silent shard.
+//
+// The table is dense, 9 values over 3 shards, SGD with learning rate 1, so a
+// push of -1 adds exactly 1 to every value.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/health.grpc.pb.h"
+#include "proto/ps.grpc.pb.h"
+#include "tests/cluster_harness.h"
+#include "tests/test_process.h"
+
+namespace ps::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int kShards = 3;
+constexpr int kSize = 9;
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = absl::StrCat(TestTempDir(), "/", name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// Server i's own checkpoint directory under `root`.
+std::string OwnDir(const std::string& root, int i) {
+  return absl::StrCat(root, "/server-", i);
+}
+
+ClusterSpec Spec(const std::string& root, int peer_timeout_s,
+                 int interval_s = 0) {
+  ClusterSpec spec;
+  spec.num_servers = kShards;
+  spec.num_workers = 1;
+  spec.fixed_ports = true;  // the servers find each other in cluster.servers
+  // The config's directory is never used: every server gets its own.
+  spec.body_yaml = absl::StrCat(R"(
+tables:
+  - name: w
+    kind: dense
+    size: 9
+    consistency: async
+    optimizer: {type: sgd, learning_rate: 1.0}
+server:
+  checkpoint_dir: ")", root, R"(/unused"
+  checkpoint_agreement: peers
+  checkpoint_peer_timeout_s: )", peer_timeout_s, "\n",
+      interval_s > 0 ? absl::StrCat("  checkpoint_interval_s: ", interval_s, "\n")
+                     : "");
+  for (int i = 0; i < kShards; ++i) {
+    spec.server_flags.push_back({"--checkpoint_dir=" + OwnDir(root, i)});
+  }
+  return spec;
+}
+
+void AddToAll(LocalCluster& cluster, float delta) {
+  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<float> grad(kSize, -delta);
+  ASSERT_TRUE((*client)->PushDense(0, 0, grad).Wait().ok());
+}
+
+std::vector<float> PullAll(LocalCluster& cluster) {
+  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  std::vector<float> values(kSize, -1.0f);
+  absl::Status s = (*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait();
+  EXPECT_TRUE(s.ok()) << s;
+  return values;
+}
+
+// A coordinated checkpoint (one id for every shard); returns that id.
+uint64_t Checkpoint(LocalCluster& cluster) {
+  absl::SleepFor(absl::Milliseconds(3));  // ids are ms: never the same twice
+  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return 0;
+  absl::StatusOr<std::vector<std::string>> paths = (*client)->Checkpoint();
+  EXPECT_TRUE(paths.ok()) << paths.status();
+  if (!paths.ok() || paths->size() != kShards) return 0;
+  std::vector<uint64_t> ids;
+  for (const std::string& path : *paths) {
+    const size_t at = path.rfind("/ckpt-") + 6;
+    uint64_t id = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(path.substr(at, path.size() - at - 4), &id))
+        << path;
+    ids.push_back(id);
+  }
+  EXPECT_THAT(ids, ElementsAre(ids[0], ids[0], ids[0]));
+  return ids[0];
+}
+
+// Shard i's part of `id` in its own directory.
+std::string PartPath(const std::string& root, int i, uint64_t id) {
+  return absl::StrCat(OwnDir(root, i), "/shard-", i, "-of-3/ckpt-",
+                      absl::StrFormat("%012d", id), ".bin");
+}
+
+void KillAll(LocalCluster& cluster, int signal) {
+  for (int i = 0; i < kShards; ++i) {
+    ASSERT_TRUE(cluster.KillServer(i, signal).ok());
+  }
+}
+
+std::string Logs(const LocalCluster& cluster) {
+  std::string all;
+  for (int i = 0; i < kShards; ++i) {
+    absl::StrAppend(&all, "--- server ", i, ":\n", cluster.ServerLog(i));
+  }
+  return all;
+}
+
+// Two coordinated checkpoints (values 1, then 2), a third update, SIGKILL;
+// `damage` then spoils shard 1's newer part, and every server restarts.
+// Every shard must be back at the older id: 1 everywhere.
+void ExpectFallBackTogether(
+    const std::string& root,
+    const std::function<void(const std::string& part)>& damage,
+    const std::string& problem) {
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  const uint64_t older = Checkpoint(c);
+  AddToAll(c, 1);
+  const uint64_t newer = Checkpoint(c);
+  AddToAll(c, 1);
+  ASSERT_GT(newer, older);
+  KillAll(c, SIGKILL);  // no final checkpoint
+  // Each server wrote only into its own directory.
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, newer)));
+    for (int j = 0; j < kShards; ++j) {
+      if (j == i) continue;
+      EXPECT_FALSE(std::filesystem::exists(
+          absl::StrCat(OwnDir(root, i), "/shard-", j, "-of-3")));
+    }
+  }
+
+  const std::string damaged = PartPath(root, 1, newer);
+  damage(damaged);
+  for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
+    ASSERT_TRUE(s.ok()) << s << Logs(c);
+  }
+  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1)) << Logs(c);
+  for (int i = 0; i < kShards; ++i) {
+    const std::string log = c.ServerLog(i);
+    EXPECT_THAT(log, HasSubstr(absl::StrCat(
+                         "restored cluster checkpoint ", older,
+                         " (complete on all 3 shards, agreed with their "
+                         "servers)")))
+        << log;
+    // Which shards lack `newer` depends on who had set it aside when asked;
+    // shard 1's problem is in every shard's account.
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("cluster checkpoint ", newer,
+                                            " is not complete: ")))
+        << log;
+    EXPECT_THAT(log, HasSubstr(problem)) << log;
+  }
+  // The other shards' newer parts pair with nothing: set aside.
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(
+        std::filesystem::exists(PartPath(root, i, newer) + ".unmatched"));
+    EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, newer)));
+    EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, older)));
+  }
+}
+
+TEST(PeerCheckpointTest, TruncatedNewestPartOnOneShardMakesAllFallBack) {
+  const std::string root = FreshDir("truncated");
+  ExpectFallBackTogether(
+      root,
+      [](const std::string& part) {
+        ASSERT_TRUE(std::filesystem::exists(part)) << part;
+        std::filesystem::resize_file(part,
+                                     std::filesystem::file_size(part) / 2);
+      },
+      absl::StrCat("shard 1's part is unusable: checkpoint ", root,
+                   "/server-1/shard-1-of-3/ckpt-"));
+}
+
+TEST(PeerCheckpointTest, DeletedNewestPartOnOneShardMakesAllFallBack) {
+  const std::string root = FreshDir("deleted");
+  ExpectFallBackTogether(
+      root,
+      [](const std::string& part) {
+        ASSERT_TRUE(std::filesystem::remove(part)) << part;
+      },
+      absl::StrCat("shard 1 has no part of it (no ", root,
+                   "/server-1/shard-1-of-3/ckpt-"));
+}
+
+TEST(PeerCheckpointTest, ShardWithoutCheckpointsRefusesUnlessOverridden) {
+  const std::string root = FreshDir("missing");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  const uint64_t id = Checkpoint(c);
+  KillAll(c, SIGKILL);
+  std::filesystem::remove_all(OwnDir(root, 2));  // a brand-new volume
+
+  const absl::Time start = absl::Now();
+  const std::vector<absl::Status> started = c.RestartServersTogether({0, 1, 2});
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_FALSE(started[i].ok()) << "shard " << i << " served";
+    const std::string log = c.ServerLog(i);
+    EXPECT_THAT(log, HasSubstr(absl::StrCat(
+                         "no checkpoint id held by the shards' servers "
+                         "(checkpoint_agreement: peers) is complete on every "
+                         "shard; the newest, ",
+                         id, ": shard 2 has no part of it (no ", root,
+                         "/server-2/shard-2-of-3/ckpt-")))
+        << log;
+    EXPECT_THAT(log, HasSubstr("--allow_inconsistent_restore"));
+  }
+  // Every server reached the verdict itself, none waited out its 30 s.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+
+  c.set_extra_server_flags({"--allow_inconsistent_restore"});
+  for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
+    ASSERT_TRUE(s.ok()) << s << Logs(c);
+  }
+  // Shards 0 and 1 restored their parts, shard 2 has none: the mix the flag
+  // allows.
+  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 0, 0, 0));
+}
+
+TEST(PeerCheckpointTest, LoneRestartedShardAgreesWithRunningPeers) {
+  const std::string root = FreshDir("lone");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  const uint64_t id = Checkpoint(c);
+  AddToAll(c, 1);
+  ASSERT_TRUE(c.KillServer(1, SIGKILL).ok());
+  ASSERT_TRUE(c.RestartServer(1).ok()) << Logs(c);
+  // Shard 1 is back at the checkpoint; the others keep their live state.
+  EXPECT_THAT(PullAll(c), ElementsAre(2, 2, 2, 1, 1, 1, 2, 2, 2));
+  EXPECT_THAT(c.ServerLog(1),
+              HasSubstr(absl::StrCat("restored cluster checkpoint ", id)));
+
+  // Its volume replaced by an empty one: it refuses, and at once (the
+  // running peers will not ask it anything, so it does not wait for them).
+  ASSERT_TRUE(c.KillServer(1, SIGKILL).ok());
+  std::filesystem::remove_all(OwnDir(root, 1));
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(c.RestartServer(1).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT(c.ServerLog(1),
+              HasSubstr(absl::StrCat("the newest, ", id,
+                                     ": shard 1 has no part of it")));
+}
+
+TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
+  const std::string root = FreshDir("periodic");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30, 1));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  // Periodic checkpoints wait until every shard has started (each server
+  // reports its marker); then every shard writes the boundary's id.
+  const uint64_t after = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  const uint64_t boundary = (after / 1000 + 1) * 1000;
+  bool written = false;
+  for (int tries = 0; tries < 100 && !written; ++tries) {
+    absl::SleepFor(absl::Milliseconds(100));
+    written = true;
+    for (int i = 0; i < kShards; ++i) {
+      written &= std::filesystem::exists(PartPath(root, i, boundary));
+    }
+  }
+  ASSERT_TRUE(written) << Logs(c);
+  KillAll(c, SIGKILL);
+  for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
+    ASSERT_TRUE(s.ok()) << s << Logs(c);
+  }
+  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1));
+
+  // Pruning keeps the newest 2 ids every shard holds: when a shard writes
+  // the 4th coordinated checkpoint, every peer reports the 3rd (the client
+  // waited for it on every shard), so the 1st and older are gone on every
+  // shard. (Which of the 2nd and 3rd survive depends on whether a periodic
+  // id came in between.)
+  std::vector<uint64_t> ids;
+  for (int k = 0; k < 4; ++k) ids.push_back(Checkpoint(c));
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, boundary))) << i;
+    EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, ids[0]))) << i;
+    EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, ids[3]))) << i;
+  }
+}
+
+// Health of `address` for `service`, or the RPC's error code.
+int HealthOf(const std::string& address, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  return status.ok() ? response.status() : -status.error_code();
+}
+
+TEST(PeerCheckpointTest, PeerThatNeverComesUpIsABoundedStartFailure) {
+  const std::string root = FreshDir("silent");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 4));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, 1);
+  Checkpoint(c);
+  KillAll(c, SIGKILL);
+
+  // Shard 0 alone (shards 1 and 2 stay down), started by hand to watch it.
+  const std::string address = c.addresses()[0];
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<TestProcess>> server = TestProcess::Start(
+      {RunfilePath("server/ps_server"), "--config=" + c.config_path(),
+       "--index=0", "--listen=" + address,
+       "--checkpoint_dir=" + OwnDir(root, 0)},
+      absl::StrCat(root, "/alone.log"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  // While it waits: bound, NOT_SERVING, data refused as "restoring".
+  int health = -1;
+  for (int tries = 0; tries < 100 && health < 0; ++tries) {
+    absl::SleepFor(absl::Milliseconds(20));
+    health = HealthOf(address, "ps.proto.ParameterServer");
+  }
+  EXPECT_EQ(health, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(HealthOf(address, ""),
+            grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  {
+    auto stub = proto::ParameterServer::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    proto::ShardInfo info;
+    const grpc::Status status =
+        stub->GetShardInfo(&context, proto::ShardInfoRequest(), &info);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("shard 0 is restoring its checkpoint"));
+  }
+
+  const std::optional<int> exit = (*server)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.has_value()) << "still waiting: " << (*server)->Log();
+  EXPECT_TRUE(WIFEXITED(*exit));
+  EXPECT_EQ(WEXITSTATUS(*exit), 1) << (*server)->Log();
+  EXPECT_GE(absl::Now() - start, absl::Seconds(4));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  const std::string log = (*server)->Log();
+  EXPECT_THAT(log, HasSubstr("shard 0 cannot agree on a cluster checkpoint: "
+                             "no answer from shard(s) 1 (" +
+                             c.addresses()[1]))
+      << log;
+  EXPECT_THAT(log, HasSubstr(", 2 (" + c.addresses()[2])) << log;
+  EXPECT_THAT(log, HasSubstr("server.checkpoint_peer_timeout_s")) << log;
+  // Nothing was restored or written: no final checkpoint of initial values.
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("checkpoint written")));
+}
+
+}  // namespace
+}  // namespace ps::testing
