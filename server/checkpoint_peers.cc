@@ -17,8 +17,16 @@ namespace ps {
 namespace {
 
 constexpr absl::Duration kCallTimeout = absl::Seconds(5);
+// How soon calls in flight notice Cancel().
+constexpr absl::Duration kCancelCheck = absl::Milliseconds(100);
 constexpr absl::Duration kFirstBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
+
+absl::Status CancelledError(uint32_t shard) {
+  return absl::CancelledError(absl::StrCat(
+      "shard ", shard, ": stopped while agreeing on a cluster checkpoint "
+      "with the other shards"));
+}
 
 // One call of a round; lives until its completion was taken off the queue.
 struct InventoryCall {
@@ -103,8 +111,23 @@ absl::Status CheckpointPeers::AskRound(
   absl::Status fatal;
   void* tag = nullptr;
   bool ok = false;
-  // Every call ends by its deadline, so this loop does too.
-  for (; pending > 0 && cq.Next(&tag, &ok); --pending) {
+  bool cancelled = false;
+  // Every call ends by its deadline (or soon after Cancel()), so this loop
+  // does too.
+  while (pending > 0) {
+    const grpc::CompletionQueue::NextStatus next = cq.AsyncNext(
+        &tag, &ok, absl::ToChronoTime(absl::Now() + kCancelCheck));
+    if (next == grpc::CompletionQueue::SHUTDOWN) break;
+    if (next == grpc::CompletionQueue::TIMEOUT) {
+      if (!cancelled && cancelled_.HasBeenNotified()) {
+        cancelled = true;
+        for (const auto& call : calls) {
+          if (call != nullptr) call->context.TryCancel();
+        }
+      }
+      continue;
+    }
+    --pending;
     const uint32_t j = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tag));
     const grpc::Status& status = calls[j]->status;
     if (!status.ok()) {
@@ -133,7 +156,12 @@ absl::Status CheckpointPeers::AskRound(
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
+  if (cancelled) return CancelledError(shard_);
   return fatal;
+}
+
+void CheckpointPeers::Cancel() {
+  if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
 }
 
 absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>>
@@ -142,6 +170,7 @@ CheckpointPeers::Ask(absl::Time deadline, bool until_all) {
   std::vector<std::string> errors(addresses_.size());
   absl::Duration backoff = kFirstBackoff;
   for (int round = 0;; ++round) {
+    if (cancelled_.HasBeenNotified()) return CancelledError(shard_);
     const absl::Time call_deadline =
         until_all ? std::min(deadline, absl::Now() + kCallTimeout) : deadline;
     RETURN_IF_ERROR(AskRound(call_deadline, &answers, &errors));
@@ -166,7 +195,8 @@ CheckpointPeers::Ask(absl::Time deadline, bool until_all) {
                    "checkpoints",
                    shard_, absl::StrJoin(silent, ", "));
     }
-    absl::SleepFor(std::min(backoff, deadline - absl::Now()));
+    cancelled_.WaitForNotificationWithTimeout(
+        std::min(backoff, deadline - absl::Now()));
     backoff = std::min(2 * backoff, kMaxBackoff);
   }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "grpcpp/grpcpp.h"
@@ -39,6 +40,8 @@ class CheckpointPeers final : public PeerInventories {
   // rounds back off from 100 ms to 2 s.
   absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> Ask(
       absl::Time deadline, bool until_all) override;
+  // Calls in flight are cancelled within 100 ms, backoffs end at once.
+  void Cancel() override;
 
  private:
   CheckpointPeers(uint32_t shard, uint64_t fingerprint)
@@ -60,6 +63,8 @@ class CheckpointPeers final : public PeerInventories {
   std::string authorization_;  // "authorization" metadata; "" = none
   std::vector<std::string> addresses_;  // cluster.servers
   std::vector<std::unique_ptr<proto::CheckpointPeers::Stub>> stubs_;
+
+  absl::Notification cancelled_;
 };
 
 // The CheckpointPeers service of one ps_server. Thread-safe; `checkpointer`

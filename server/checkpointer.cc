@@ -49,7 +49,16 @@ std::optional<ShardCheckpoints> Checkpointer::Inventory(
   return inventory_;
 }
 
-bool Checkpointer::AskedByAll() const {
+void Checkpointer::CancelRestore() {
+  {
+    absl::MutexLock lock(&inventory_mu_);
+    restore_cancelled_ = true;
+  }
+  if (options_.peers != nullptr) options_.peers->Cancel();
+}
+
+bool Checkpointer::AskedByAllOrCancelled() const {
+  if (restore_cancelled_) return true;
   for (uint32_t j = 0; j < asked_by_.size(); ++j) {
     if (j != shard_->shard_index() && !asked_by_[j]) return false;
   }
@@ -64,7 +73,7 @@ void Checkpointer::AnswerEveryPeerOnce(absl::Time deadline) {
                absl::ToInt64Seconds(deadline - absl::Now()));
   absl::MutexLock lock(&inventory_mu_);
   inventory_mu_.AwaitWithDeadline(
-      absl::Condition(this, &Checkpointer::AskedByAll), deadline);
+      absl::Condition(this, &Checkpointer::AskedByAllOrCancelled), deadline);
 }
 
 absl::StatusOr<std::string> Checkpointer::RestoreAgreed() {

@@ -52,6 +52,9 @@ class PeerInventories {
   // answers for another layout or refuses (a config mismatch).
   virtual absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> Ask(
       absl::Time deadline, bool until_all) = 0;
+  // Ends a running Ask (and makes later ones end at once) with CANCELLED:
+  // the server is shutting down during its start. Thread-safe.
+  virtual void Cancel() = 0;
 };
 
 struct CheckpointerOptions {
@@ -105,6 +108,10 @@ class Checkpointer {
   // meanwhile); DEADLINE_EXCEEDED naming the silent shards after
   // `peer_timeout`.
   absl::StatusOr<std::string> RestoreLatest();
+  // With `peers`: makes a RestoreLatest() that waits for the peers (or goes
+  // on answering them before it refuses) return CANCELLED within about
+  // 100 ms: the server got SIGTERM during its start. Thread-safe.
+  void CancelRestore();
 
   // With `peers`: this shard's verified parts and its started state, for
   // shard `asking_shard` (the CheckpointPeers service); empty until
@@ -156,7 +163,9 @@ class Checkpointer {
   // reaches the same verdict instead of waiting out its timeout for a shard
   // that already exited.
   void AnswerEveryPeerOnce(absl::Time deadline);
-  bool AskedByAll() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(inventory_mu_);
+  // Every other shard asked once, or the restore was cancelled.
+  bool AskedByAllOrCancelled() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(inventory_mu_);
   // The id below which this shard's files may be pruned
   // (server/checkpoint_set.h); asks the peers in peers mode.
   uint64_t PruneBelow();
@@ -187,6 +196,7 @@ class Checkpointer {
   bool all_started_ ABSL_GUARDED_BY(inventory_mu_) = false;
   // The shards that received an answer from Inventory().
   std::vector<bool> asked_by_ ABSL_GUARDED_BY(inventory_mu_);
+  bool restore_cancelled_ ABSL_GUARDED_BY(inventory_mu_) = false;
 
   absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;

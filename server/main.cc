@@ -22,7 +22,9 @@
 // server (e.g. several servers with checkpoint_agreement: peers on one
 // machine, each with its own directory, as pods have their own volumes).
 //
-// Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a bad
+// Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT (also one
+// during the start, e.g. while waiting for the other shards to agree on a
+// checkpoint: it then exits at once, having served nothing); 2 for a bad
 // command line or config, including a server.checkpoint_dir where this shard
 // cannot write (checked before serving); 1 when the server cannot start, and
 // when its final checkpoint at shutdown failed (its last updates are lost);
@@ -33,10 +35,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -242,6 +246,54 @@ absl::Status WritePortFiles(const Setup& setup, int port, int metrics_port) {
   return absl::OkStatus();
 }
 
+// Start() on a thread while this one takes the blocked `signals`: a signal
+// during the start (in checkpoint_agreement peers, Start() may wait minutes
+// for the other shards) cancels it instead of waiting until it ends. Sets
+// *signal_number to the signal taken (0: none); returns Start()'s result.
+absl::StatusOr<int> StartTakingSignals(ps::ParameterServerProcess& server,
+                                       const sigset_t& signals,
+                                       int* signal_number) {
+  absl::StatusOr<int> port;
+  std::atomic<bool> started{false};
+  std::thread starter([&] {
+    port = server.Start();
+    started = true;
+  });
+  *signal_number = 0;
+  const timespec poll = {0, 50 * 1000 * 1000};  // 50 ms
+  while (!started && *signal_number <= 0) {
+    *signal_number = sigtimedwait(&signals, nullptr, &poll);
+  }
+  if (*signal_number > 0) {
+    spdlog::info("received signal {} while starting", *signal_number);
+    server.CancelStart();
+  } else {
+    *signal_number = 0;
+  }
+  starter.join();
+  return port;
+}
+
+// Stops a server that started, for `signal_number`; the exit status.
+int ShutDown(ps::ParameterServerProcess& server, int signal_number) {
+  if (signal_number == kFencedSignal) {
+    spdlog::error("this replica was fenced; shutting down (exit code {}) so "
+                  "that it is restarted as a new backup",
+                  kExitFenced);
+    server.Stop();
+    return kExitFenced;
+  }
+  spdlog::info("received {}; shutting down",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.Stop();
+  if (absl::Status s = server.shutdown_status(); !s.ok()) {
+    spdlog::critical("shutdown incomplete: {}", s.ToString());
+    return Fail(kExitShutdownFailure, s.ToString());
+  }
+  spdlog::info("shutdown complete");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,7 +304,8 @@ int main(int argc, char** argv) {
       "[--advertise_host HOST] [--port_file PATH] [--log_level LEVEL] [--metrics_port N] "
       "[--metrics_port_file PATH] [--allow_inconsistent_restore] "
       "[--checkpoint_dir DIR]\n\n"
-      "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT; 2 for a "
+      "Exit status: 0 after a graceful shutdown on SIGTERM / SIGINT (also "
+      "during the start); 2 for a "
       "bad command line or config (including an unwritable "
       "server.checkpoint_dir); 1 when the server cannot start or its final "
       "checkpoint failed; 3 when its replica (replication.factor > 1) was "
@@ -287,35 +340,30 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot create server: {}", server.status().ToString());
     return Fail(kExitStartFailure, server.status().ToString());
   }
-  absl::StatusOr<int> port = (*server)->Start();
+  int signal_number = 0;
+  absl::StatusOr<int> port =
+      StartTakingSignals(**server, signals, &signal_number);
+  if (!port.ok() && signal_number != 0 && absl::IsCancelled(port.status())) {
+    // Stopped before it served: nothing to checkpoint, a clean exit.
+    spdlog::info("{}; shutting down without serving",
+                 std::string(port.status().message()));
+    (*server)->Stop();
+    return 0;
+  }
   if (!port.ok()) {
     spdlog::critical("cannot start server: {}", port.status().ToString());
     return Fail(kExitStartFailure, port.status().ToString());
   }
-  if (absl::Status s = WritePortFiles(*setup, *port, (*server)->metrics_port());
-      !s.ok()) {
-    spdlog::critical("{}", s.ToString());
-    (*server)->Stop();
-    return Fail(kExitStartFailure, s.ToString());
+  if (signal_number == 0) {
+    if (absl::Status s =
+            WritePortFiles(*setup, *port, (*server)->metrics_port());
+        !s.ok()) {
+      spdlog::critical("{}", s.ToString());
+      (*server)->Stop();
+      return Fail(kExitStartFailure, s.ToString());
+    }
+    while (sigwait(&signals, &signal_number) != 0) {
+    }
   }
-
-  int signal_number = 0;
-  while (sigwait(&signals, &signal_number) != 0) {
-  }
-  if (signal_number == kFencedSignal) {
-    spdlog::error("this replica was fenced; shutting down (exit code {}) so "
-                  "that it is restarted as a new backup",
-                  kExitFenced);
-    (*server)->Stop();
-    return kExitFenced;
-  }
-  spdlog::info("received {}; shutting down",
-               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  (*server)->Stop();
-  if (absl::Status s = (*server)->shutdown_status(); !s.ok()) {
-    spdlog::critical("shutdown incomplete: {}", s.ToString());
-    return Fail(kExitShutdownFailure, s.ToString());
-  }
-  spdlog::info("shutdown complete");
-  return 0;
+  return ShutDown(**server, signal_number);
 }

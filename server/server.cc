@@ -311,6 +311,10 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   return port;
 }
 
+void ParameterServerProcess::CancelStart() {
+  if (checkpointer_ != nullptr) checkpointer_->CancelRestore();
+}
+
 void ParameterServerProcess::BeginServing(int port) {
   shard_->Start();
   if (checkpointer_ != nullptr) checkpointer_->Start();

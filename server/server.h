@@ -91,6 +91,10 @@ class ParameterServerProcess {
   // (DEADLINE_EXCEEDED naming the silent shards; FAILED_PRECONDITION when
   // no id is complete); the server then stops.
   absl::StatusOr<int> Start();
+  // From another thread while Start() runs (a SIGTERM during the start):
+  // a Start() still waiting for the other shards to agree on a checkpoint
+  // returns CANCELLED within about 100 ms. Harmless at any other time.
+  void CancelStart();
 
   // Blocks until Stop() has completed.
   void Wait();

@@ -11,6 +11,7 @@
 //   once when its volume is empty);
 // - periodic checkpoints (once every server reports it started) share an id,
 //   and pruning keeps the newest ids common to all (asked, not read);
+// - SIGTERM while a server waits for its peers: it exits 0 at once;
 // - a peer that never comes up: the starting server answers NOT_SERVING and
 //   UNAVAILABLE "restoring" meanwhile, and exits 1 after
 //   checkpoint_peer_timeout_s naming the silent shard.
@@ -32,6 +33,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -186,7 +188,11 @@ void ExpectFallBackTogether(
                          "servers)")))
         << log;
     // Which shards lack `newer` depends on who had set it aside when asked;
-    // shard 1's problem is in every shard's account.
+    // shard 1's problem is in the account of shards 0 and 2, which held
+    // `newer` when they decided. Shard 1 itself may ask only after both had
+    // set it aside; with its part deleted it then never hears of `newer`
+    // (seen once in about ten runs).
+    if (i == 1) continue;
     EXPECT_THAT(log, HasSubstr(absl::StrCat("cluster checkpoint ", newer,
                                             " is not complete: ")))
         << log;
@@ -343,32 +349,54 @@ int HealthOf(const std::string& address, const std::string& service) {
   return status.ok() ? response.status() : -status.error_code();
 }
 
-TEST(PeerCheckpointTest, PeerThatNeverComesUpIsABoundedStartFailure) {
-  const std::string root = FreshDir("silent");
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start(Spec(root, 4));
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  LocalCluster& c = **cluster;
+// A cluster that wrote a checkpoint and was killed, then shard 0 started
+// again by hand, alone (shards 1 and 2 stay down), with its peer timeout
+// `peer_timeout_s`, and its health answering.
+struct AloneShard {
+  std::string root;
+  std::unique_ptr<LocalCluster> cluster;
+  std::string address;  // shard 0's
+  std::unique_ptr<TestProcess> server;
+  absl::Time started;
+};
+
+absl::StatusOr<AloneShard> StartShardZeroAlone(const std::string& name,
+                                               int peer_timeout_s) {
+  AloneShard alone;
+  alone.root = FreshDir(name);
+  ASSIGN_OR_RETURN(alone.cluster,
+                   LocalCluster::Start(Spec(alone.root, peer_timeout_s)));
+  LocalCluster& c = *alone.cluster;
   AddToAll(c, 1);
   Checkpoint(c);
   KillAll(c, SIGKILL);
-
-  // Shard 0 alone (shards 1 and 2 stay down), started by hand to watch it.
-  const std::string address = c.addresses()[0];
-  const absl::Time start = absl::Now();
-  absl::StatusOr<std::unique_ptr<TestProcess>> server = TestProcess::Start(
-      {RunfilePath("server/ps_server"), "--config=" + c.config_path(),
-       "--index=0", "--listen=" + address,
-       "--checkpoint_dir=" + OwnDir(root, 0)},
-      absl::StrCat(root, "/alone.log"));
-  ASSERT_TRUE(server.ok()) << server.status();
-  // While it waits: bound, NOT_SERVING, data refused as "restoring".
-  int health = -1;
-  for (int tries = 0; tries < 100 && health < 0; ++tries) {
+  alone.address = c.addresses()[0];
+  alone.started = absl::Now();
+  ASSIGN_OR_RETURN(
+      alone.server,
+      TestProcess::Start({RunfilePath("server/ps_server"),
+                          "--config=" + c.config_path(), "--index=0",
+                          "--listen=" + alone.address,
+                          "--checkpoint_dir=" + OwnDir(alone.root, 0)},
+                         absl::StrCat(alone.root, "/alone.log")));
+  for (int tries = 0; tries < 100; ++tries) {
     absl::SleepFor(absl::Milliseconds(20));
-    health = HealthOf(address, "ps.proto.ParameterServer");
+    if (HealthOf(alone.address, "") >= 0) return alone;
   }
-  EXPECT_EQ(health, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  return absl::DeadlineExceededError(absl::StrCat(
+      "shard 0's health never answered: ", alone.server->Log()));
+}
+
+TEST(PeerCheckpointTest, PeerThatNeverComesUpIsABoundedStartFailure) {
+  absl::StatusOr<AloneShard> alone = StartShardZeroAlone("silent", 4);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  LocalCluster& c = *alone->cluster;
+  const std::string& address = alone->address;
+  const absl::Time start = alone->started;
+  std::unique_ptr<TestProcess>& server = alone->server;
+  // While it waits: bound, NOT_SERVING, data refused as "restoring".
+  EXPECT_EQ(HealthOf(address, "ps.proto.ParameterServer"),
+            grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   EXPECT_EQ(HealthOf(address, ""),
             grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   {
@@ -384,13 +412,13 @@ TEST(PeerCheckpointTest, PeerThatNeverComesUpIsABoundedStartFailure) {
                 HasSubstr("shard 0 is restoring its checkpoint"));
   }
 
-  const std::optional<int> exit = (*server)->Wait(absl::Seconds(30));
-  ASSERT_TRUE(exit.has_value()) << "still waiting: " << (*server)->Log();
+  const std::optional<int> exit = server->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.has_value()) << "still waiting: " << server->Log();
   EXPECT_TRUE(WIFEXITED(*exit));
-  EXPECT_EQ(WEXITSTATUS(*exit), 1) << (*server)->Log();
+  EXPECT_EQ(WEXITSTATUS(*exit), 1) << server->Log();
   EXPECT_GE(absl::Now() - start, absl::Seconds(4));
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
-  const std::string log = (*server)->Log();
+  const std::string log = server->Log();
   EXPECT_THAT(log, HasSubstr("shard 0 cannot agree on a cluster checkpoint: "
                              "no answer from shard(s) 1 (" +
                              c.addresses()[1]))
@@ -399,6 +427,33 @@ TEST(PeerCheckpointTest, PeerThatNeverComesUpIsABoundedStartFailure) {
   EXPECT_THAT(log, HasSubstr("server.checkpoint_peer_timeout_s")) << log;
   // Nothing was restored or written: no final checkpoint of initial values.
   EXPECT_THAT(log, ::testing::Not(HasSubstr("checkpoint written")));
+}
+
+// SIGTERM while the server waits for its peers (a rolling update, a
+// cancelled job): it exits 0 at once, without serving and without writing
+// a checkpoint, instead of after server.checkpoint_peer_timeout_s.
+TEST(PeerCheckpointTest, SigtermWhileWaitingForPeersExitsAtOnce) {
+  absl::StatusOr<AloneShard> alone = StartShardZeroAlone("sigterm", 300);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  TestProcess& server = *alone->server;
+  ASSERT_EQ(HealthOf(alone->address, ""),
+            grpc::health::v1::HealthCheckResponse::NOT_SERVING)
+      << server.Log();
+  absl::SleepFor(absl::Milliseconds(300));  // in a backoff or a call
+  const absl::Time signalled = absl::Now();
+  ASSERT_TRUE(server.Signal(SIGTERM));
+  const std::optional<int> exit = server.Wait(absl::Seconds(10));
+  ASSERT_TRUE(exit.has_value()) << "still waiting: " << server.Log();
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(2));
+  EXPECT_TRUE(WIFEXITED(*exit));
+  EXPECT_EQ(WEXITSTATUS(*exit), 0) << server.Log();
+  const std::string log = server.Log();
+  EXPECT_THAT(log, HasSubstr("stopped while agreeing on a cluster checkpoint "
+                             "with the other shards; shutting down without "
+                             "serving"))
+      << log;
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("checkpoint written")));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr(" serving on ")));
 }
 
 }  // namespace
