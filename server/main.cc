@@ -354,16 +354,16 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start server: {}", port.status().ToString());
     return Fail(kExitStartFailure, port.status().ToString());
   }
-  if (signal_number == 0) {
-    if (absl::Status s =
-            WritePortFiles(*setup, *port, (*server)->metrics_port());
-        !s.ok()) {
-      spdlog::critical("{}", s.ToString());
-      (*server)->Stop();
-      return Fail(kExitStartFailure, s.ToString());
-    }
-    while (sigwait(&signals, &signal_number) != 0) {
-    }
+  // Written even when a signal came during the start (e.g. a replica fenced
+  // as soon as it was elected): whoever waits for the port learns that the
+  // server started, then sees it exit.
+  if (absl::Status s = WritePortFiles(*setup, *port, (*server)->metrics_port());
+      !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    (*server)->Stop();
+    return Fail(kExitStartFailure, s.ToString());
+  }
+  while (signal_number == 0 && sigwait(&signals, &signal_number) != 0) {
   }
   return ShutDown(**server, signal_number);
 }

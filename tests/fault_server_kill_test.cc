@@ -283,6 +283,7 @@ TEST(FaultServerKillTest, SyncJobResumesAfterRestoreAndConverges) {
   const Problem problem = MakeProblem();
 
   std::atomic<int> progress{0};
+  std::atomic<bool> checkpointed{false};
   std::atomic<bool> killed_flag{false};
   std::vector<absl::Status> results(kSyncWorkers);
   std::vector<std::thread> workers;
@@ -299,6 +300,13 @@ TEST(FaultServerKillTest, SyncJobResumesAfterRestoreAndConverges) {
       std::uniform_int_distribution<int> pick(begin, end - 1);
       std::vector<float> params(kFeatures), grad(kFeatures);
       while ((*client)->clock() < kSyncSteps) {
+        // The checkpoint is taken at a quarter (the workers wait for it
+        // there: a sync snapshot waits for a step boundary, which a running
+        // job may offer only at the next pause), the kill at half, so the
+        // restored shard must catch the workers up.
+        if ((*client)->clock() == kSyncSteps / 4) {
+          while (!checkpointed) absl::SleepFor(absl::Milliseconds(1));
+        }
         if ((*client)->clock() == kSyncSteps / 2) {
           while (!killed_flag) absl::SleepFor(absl::Milliseconds(1));
         }
@@ -328,6 +336,7 @@ TEST(FaultServerKillTest, SyncJobResumesAfterRestoreAndConverges) {
   ASSERT_TRUE(WaitForProgress(progress, kSyncWorkers * kSyncSteps / 4));
   absl::StatusOr<proto::CheckpointResponse> checkpoint =
       RequestCheckpoint((*cluster)->addresses());
+  checkpointed = true;
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
   ASSERT_TRUE(WaitForProgress(progress, kSyncWorkers * (kSyncSteps / 2)));
   absl::StatusOr<int> killed = (*cluster)->KillServer(1, SIGKILL);
