@@ -27,9 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
@@ -39,6 +37,7 @@
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
+#include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
 
@@ -50,12 +49,6 @@ using ::testing::HasSubstr;
 
 constexpr int kShards = 3;
 constexpr int kSize = 9;
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = absl::StrCat(TestTempDir(), "/", name);
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 // Server i's own checkpoint directory under `root`.
 std::string OwnDir(const std::string& root, int i) {
@@ -88,54 +81,9 @@ server:
   return spec;
 }
 
-void AddToAll(LocalCluster& cluster, float delta) {
-  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const std::vector<float> grad(kSize, -delta);
-  ASSERT_TRUE((*client)->PushDense(0, 0, grad).Wait().ok());
-}
-
-std::vector<float> PullAll(LocalCluster& cluster) {
-  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
-  EXPECT_TRUE(client.ok()) << client.status();
-  if (!client.ok()) return {};
-  std::vector<float> values(kSize, -1.0f);
-  absl::Status s = (*client)->PullDense(0, 0, absl::MakeSpan(values)).Wait();
-  EXPECT_TRUE(s.ok()) << s;
-  return values;
-}
-
-// A coordinated checkpoint (one id for every shard); returns that id.
-uint64_t Checkpoint(LocalCluster& cluster) {
-  absl::SleepFor(absl::Milliseconds(3));  // ids are ms: never the same twice
-  absl::StatusOr<std::unique_ptr<Client>> client = cluster.Connect(-1);
-  EXPECT_TRUE(client.ok()) << client.status();
-  if (!client.ok()) return 0;
-  absl::StatusOr<std::vector<std::string>> paths = (*client)->Checkpoint();
-  EXPECT_TRUE(paths.ok()) << paths.status();
-  if (!paths.ok() || paths->size() != kShards) return 0;
-  std::vector<uint64_t> ids;
-  for (const std::string& path : *paths) {
-    const size_t at = path.rfind("/ckpt-") + 6;
-    uint64_t id = 0;
-    EXPECT_TRUE(absl::SimpleAtoi(path.substr(at, path.size() - at - 4), &id))
-        << path;
-    ids.push_back(id);
-  }
-  EXPECT_THAT(ids, ElementsAre(ids[0], ids[0], ids[0]));
-  return ids[0];
-}
-
 // Shard i's part of `id` in its own directory.
 std::string PartPath(const std::string& root, int i, uint64_t id) {
-  return absl::StrCat(OwnDir(root, i), "/shard-", i, "-of-3/ckpt-",
-                      absl::StrFormat("%012d", id), ".bin");
-}
-
-void KillAll(LocalCluster& cluster, int signal) {
-  for (int i = 0; i < kShards; ++i) {
-    ASSERT_TRUE(cluster.KillServer(i, signal).ok());
-  }
+  return CheckpointPartPath(OwnDir(root, i), i, kShards, id);
 }
 
 std::string Logs(const LocalCluster& cluster) {
@@ -157,11 +105,11 @@ void ExpectFallBackTogether(
       LocalCluster::Start(Spec(root, 30));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, 1);
-  const uint64_t older = Checkpoint(c);
-  AddToAll(c, 1);
-  const uint64_t newer = Checkpoint(c);
-  AddToAll(c, 1);
+  AddToAll(c, kSize, 1);
+  const uint64_t older = CoordinatedCheckpoint(c);
+  AddToAll(c, kSize, 1);
+  const uint64_t newer = CoordinatedCheckpoint(c);
+  AddToAll(c, kSize, 1);
   ASSERT_GT(newer, older);
   KillAll(c, SIGKILL);  // no final checkpoint
   // Each server wrote only into its own directory.
@@ -179,7 +127,7 @@ void ExpectFallBackTogether(
   for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
     ASSERT_TRUE(s.ok()) << s << Logs(c);
   }
-  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1)) << Logs(c);
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1)) << Logs(c);
   for (int i = 0; i < kShards; ++i) {
     const std::string log = c.ServerLog(i);
     EXPECT_THAT(log, HasSubstr(absl::StrCat(
@@ -208,7 +156,7 @@ void ExpectFallBackTogether(
 }
 
 TEST(PeerCheckpointTest, TruncatedNewestPartOnOneShardMakesAllFallBack) {
-  const std::string root = FreshDir("truncated");
+  const std::string root = FreshTestDir("truncated");
   ExpectFallBackTogether(
       root,
       [](const std::string& part) {
@@ -221,7 +169,7 @@ TEST(PeerCheckpointTest, TruncatedNewestPartOnOneShardMakesAllFallBack) {
 }
 
 TEST(PeerCheckpointTest, DeletedNewestPartOnOneShardMakesAllFallBack) {
-  const std::string root = FreshDir("deleted");
+  const std::string root = FreshTestDir("deleted");
   ExpectFallBackTogether(
       root,
       [](const std::string& part) {
@@ -232,13 +180,13 @@ TEST(PeerCheckpointTest, DeletedNewestPartOnOneShardMakesAllFallBack) {
 }
 
 TEST(PeerCheckpointTest, ShardWithoutCheckpointsRefusesUnlessOverridden) {
-  const std::string root = FreshDir("missing");
+  const std::string root = FreshTestDir("missing");
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start(Spec(root, 30));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, 1);
-  const uint64_t id = Checkpoint(c);
+  AddToAll(c, kSize, 1);
+  const uint64_t id = CoordinatedCheckpoint(c);
   KillAll(c, SIGKILL);
   std::filesystem::remove_all(OwnDir(root, 2));  // a brand-new volume
 
@@ -265,22 +213,22 @@ TEST(PeerCheckpointTest, ShardWithoutCheckpointsRefusesUnlessOverridden) {
   }
   // Shards 0 and 1 restored their parts, shard 2 has none: the mix the flag
   // allows.
-  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 0, 0, 0));
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 1, 1, 0, 0, 0));
 }
 
 TEST(PeerCheckpointTest, LoneRestartedShardAgreesWithRunningPeers) {
-  const std::string root = FreshDir("lone");
+  const std::string root = FreshTestDir("lone");
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start(Spec(root, 30));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, 1);
-  const uint64_t id = Checkpoint(c);
-  AddToAll(c, 1);
+  AddToAll(c, kSize, 1);
+  const uint64_t id = CoordinatedCheckpoint(c);
+  AddToAll(c, kSize, 1);
   ASSERT_TRUE(c.KillServer(1, SIGKILL).ok());
   ASSERT_TRUE(c.RestartServer(1).ok()) << Logs(c);
   // Shard 1 is back at the checkpoint; the others keep their live state.
-  EXPECT_THAT(PullAll(c), ElementsAre(2, 2, 2, 1, 1, 1, 2, 2, 2));
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(2, 2, 2, 1, 1, 1, 2, 2, 2));
   EXPECT_THAT(c.ServerLog(1),
               HasSubstr(absl::StrCat("restored cluster checkpoint ", id)));
 
@@ -297,12 +245,12 @@ TEST(PeerCheckpointTest, LoneRestartedShardAgreesWithRunningPeers) {
 }
 
 TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
-  const std::string root = FreshDir("periodic");
+  const std::string root = FreshTestDir("periodic");
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start(Spec(root, 30, 1));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, 1);
+  AddToAll(c, kSize, 1);
   // Periodic checkpoints wait until every shard has started (each server
   // reports its marker); then every shard writes the boundary's id.
   const uint64_t after = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
@@ -320,7 +268,7 @@ TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
   for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
     ASSERT_TRUE(s.ok()) << s << Logs(c);
   }
-  EXPECT_THAT(PullAll(c), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1));
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1));
 
   // Pruning keeps the newest 2 ids every shard holds: when a shard writes
   // the 4th coordinated checkpoint, every peer reports the 3rd (the client
@@ -328,7 +276,7 @@ TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
   // shard. (Which of the 2nd and 3rd survive depends on whether a periodic
   // id came in between.)
   std::vector<uint64_t> ids;
-  for (int k = 0; k < 4; ++k) ids.push_back(Checkpoint(c));
+  for (int k = 0; k < 4; ++k) ids.push_back(CoordinatedCheckpoint(c));
   for (int i = 0; i < kShards; ++i) {
     EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, boundary))) << i;
     EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, ids[0]))) << i;
@@ -363,12 +311,12 @@ struct AloneShard {
 absl::StatusOr<AloneShard> StartShardZeroAlone(const std::string& name,
                                                int peer_timeout_s) {
   AloneShard alone;
-  alone.root = FreshDir(name);
+  alone.root = FreshTestDir(name);
   ASSIGN_OR_RETURN(alone.cluster,
                    LocalCluster::Start(Spec(alone.root, peer_timeout_s)));
   LocalCluster& c = *alone.cluster;
-  AddToAll(c, 1);
-  Checkpoint(c);
+  AddToAll(c, kSize, 1);
+  CoordinatedCheckpoint(c);
   KillAll(c, SIGKILL);
   alone.address = c.addresses()[0];
   alone.started = absl::Now();
