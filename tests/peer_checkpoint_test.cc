@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -297,6 +299,18 @@ int HealthOf(const std::string& address, const std::string& service) {
   return status.ok() ? response.status() : -status.error_code();
 }
 
+// Server `i` of `c` started by hand (not by the cluster), with the config at
+// `config_path` and the checkpoint directory `dir`, logging to `log`.
+absl::StatusOr<std::unique_ptr<TestProcess>> StartByHand(
+    const LocalCluster& c, int i, const std::string& config_path,
+    const std::string& dir, const std::string& log) {
+  return TestProcess::Start(
+      {RunfilePath("server/ps_server"), "--config=" + config_path,
+       absl::StrCat("--index=", i), "--listen=" + c.addresses()[i],
+       "--checkpoint_dir=" + dir},
+      log);
+}
+
 // A cluster that wrote a checkpoint and was killed, then shard 0 started
 // again by hand, alone (shards 1 and 2 stay down), with its peer timeout
 // `peer_timeout_s`, and its health answering.
@@ -320,13 +334,9 @@ absl::StatusOr<AloneShard> StartShardZeroAlone(const std::string& name,
   KillAll(c, SIGKILL);
   alone.address = c.addresses()[0];
   alone.started = absl::Now();
-  ASSIGN_OR_RETURN(
-      alone.server,
-      TestProcess::Start({RunfilePath("server/ps_server"),
-                          "--config=" + c.config_path(), "--index=0",
-                          "--listen=" + alone.address,
-                          "--checkpoint_dir=" + OwnDir(alone.root, 0)},
-                         absl::StrCat(alone.root, "/alone.log")));
+  ASSIGN_OR_RETURN(alone.server,
+                   StartByHand(c, 0, c.config_path(), OwnDir(alone.root, 0),
+                               absl::StrCat(alone.root, "/alone.log")));
   for (int tries = 0; tries < 100; ++tries) {
     absl::SleepFor(absl::Milliseconds(20));
     if (HealthOf(alone.address, "") >= 0) return alone;
@@ -402,6 +412,99 @@ TEST(PeerCheckpointTest, SigtermWhileWaitingForPeersExitsAtOnce) {
       << log;
   EXPECT_THAT(log, ::testing::Not(HasSubstr("checkpoint written")));
   EXPECT_THAT(log, ::testing::Not(HasSubstr(" serving on ")));
+}
+
+// A server started with another cluster config (a table resized) next to
+// peers running the right one: it refuses to start, naming both layouts, and
+// changes nothing, neither with its own volume (its part is of the other
+// layout) nor with an empty one (the peers' answers are); started again with
+// the right config, every shard restores the checkpoint.
+TEST(PeerCheckpointTest, PeerWithAnotherConfigRefusesAndChangesNothing) {
+  const std::string root = FreshTestDir("otherconfig");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, kSize, 1);
+  const uint64_t id = CoordinatedCheckpoint(c);
+  KillAll(c, SIGKILL);
+
+  absl::StatusOr<std::string> yaml = ReadFileToString(c.config_path());
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  const std::string other = root + "/other.yaml";
+  const size_t at = yaml->find("size: 9");
+  ASSERT_NE(at, std::string::npos) << *yaml;
+  std::ofstream(other) << yaml->substr(0, at) << "size: 12"
+                       << yaml->substr(at + 7);
+  // Exits 1 (not a signal, not a hang) with a log naming `what`.
+  const auto expect_refusal = [](TestProcess& server, const std::string& what) {
+    const std::optional<int> exit = server.Wait(absl::Seconds(20));
+    ASSERT_TRUE(exit.has_value()) << "still running: " << server.Log();
+    EXPECT_TRUE(WIFEXITED(*exit)) << server.Log();
+    EXPECT_EQ(WEXITSTATUS(*exit), 1) << server.Log();
+    EXPECT_THAT(server.Log(), HasSubstr(what));
+    EXPECT_THAT(server.Log(), ::testing::Not(HasSubstr(" serving on ")));
+  };
+
+  // Its own volume: its part belongs to the other layout.
+  const std::string part = PartPath(root, 2, id);
+  {
+    absl::StatusOr<std::unique_ptr<TestProcess>> wrong =
+        StartByHand(c, 2, other, OwnDir(root, 2), root + "/wrong-own.log");
+    ASSERT_TRUE(wrong.ok()) << wrong.status();
+    expect_refusal(**wrong, "checkpoint " + part + " belongs to shard 2 of 3");
+    EXPECT_THAT((*wrong)->Log(),
+                HasSubstr("Use the config the checkpoint was written with"));
+  }
+  EXPECT_TRUE(std::filesystem::exists(part));
+
+  // An empty volume: the peers (waiting for it) answer with the other
+  // layout. The peers are stopped afterwards whichever way their own
+  // questions to it went (refused, or still waiting).
+  std::filesystem::rename(OwnDir(root, 2), root + "/kept");
+  {
+    std::vector<std::unique_ptr<TestProcess>> peers;
+    for (int i : {0, 1}) {
+      absl::StatusOr<std::unique_ptr<TestProcess>> peer =
+          StartByHand(c, i, c.config_path(), OwnDir(root, i),
+                      absl::StrCat(root, "/peer-", i, ".log"));
+      ASSERT_TRUE(peer.ok()) << peer.status();
+      peers.push_back(*std::move(peer));
+    }
+    for (int tries = 0; tries < 100; ++tries) {
+      if (HealthOf(c.addresses()[0], "") >= 0 &&
+          HealthOf(c.addresses()[1], "") >= 0) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    absl::StatusOr<std::unique_ptr<TestProcess>> wrong =
+        StartByHand(c, 2, other, OwnDir(root, 2), root + "/wrong-empty.log");
+    ASSERT_TRUE(wrong.ok()) << wrong.status();
+    expect_refusal(**wrong,
+                   "every server must run with the same cluster config");
+    EXPECT_THAT((*wrong)->Log(), HasSubstr(" (cluster.servers[0]) answered "
+                                           "as shard 0 of 3"));
+    for (std::unique_ptr<TestProcess>& peer : peers) {
+      peer->Signal(SIGTERM);
+      ASSERT_TRUE(peer->Wait(absl::Seconds(10)).has_value()) << peer->Log();
+      EXPECT_THAT(peer->Log(), ::testing::Not(HasSubstr(" serving on ")));
+    }
+  }
+  std::filesystem::remove_all(OwnDir(root, 2));
+  std::filesystem::rename(root + "/kept", OwnDir(root, 2));
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, id))) << i;
+  }
+
+  for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
+    ASSERT_TRUE(s.ok()) << s << Logs(c);
+  }
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1));
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_THAT(c.ServerLog(i),
+                HasSubstr(absl::StrCat("restored cluster checkpoint ", id)));
+  }
 }
 
 }  // namespace
