@@ -187,6 +187,8 @@ std::optional<PushOutcome> PushOutcomeOf(const absl::Status& status);
 // Per-shard statistics (GetStats).
 struct ShardStats {
   uint32_t shard_index = 0;
+  // The server that answered: servers[i], or with replicated shards the
+  // primary the client follows now.
   std::string address;
   struct Table {
     std::string name;

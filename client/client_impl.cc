@@ -278,7 +278,7 @@ absl::Status ClientImpl::Annotate(const char* method, int shard,
   }
   return WithMembershipErrorDetails(
       absl::Status(code, absl::StrCat(method, " on server ",
-                                      connections_[shard]->address(),
+                                      connections_[shard]->CurrentAddress(),
                                       " (shard ", shard,
                                       "): ", status.error_message())),
       status.error_details());
@@ -366,7 +366,7 @@ absl::StatusOr<proto::ShardInfo> ClientImpl::FetchShardInfo(
     }
   }
   return absl::UnavailableError(absl::StrCat(
-      "server ", conn.address(), " (shard ", shard, ") not ready within ",
+      "server ", conn.CurrentAddress(), " (shard ", shard, ") not ready within ",
       options_.client.rpc_timeout_ms, " ms",
       last.ok() ? "" : absl::StrCat(": ", last.error_message())));
 }
@@ -625,7 +625,7 @@ void ClientImpl::ReportHeartbeat(int shard, const grpc::Status& rpc,
         "worker {}: server {} says this worker is {} (the job is at step "
         "{}); its next push to a sync or ssp table, Clock() or Barrier() "
         "fails FAILED_PRECONDITION{}",
-        options_.worker_id, connections_[shard]->address(),
+        options_.worker_id, connections_[shard]->CurrentAddress(),
         MembershipStateName(state), response.current_step(),
         state == proto::MEMBERSHIP_EVICTED ? " until Rejoin()" : "");
   }
@@ -652,7 +652,7 @@ absl::Status ClientImpl::RefreshTables() {
     absl::StatusOr<TableConfig> table = FromTableSpec(spec);
     if (!table.ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("server ", conn.address(),
+          absl::StrCat("server ", conn.CurrentAddress(),
                        " reports a table this client cannot use: ",
                        table.status().message()));
     }
@@ -891,7 +891,7 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
     const proto::StatsResponse& r = responses[i];
     ShardStats shard;
     shard.shard_index = r.shard_index();
-    shard.address = connections_[i]->address();
+    shard.address = connections_[i]->CurrentAddress();
     shard.job_id = r.job_id();
     shard.job_generation = r.job_generation();
     shard.job_start_clock = r.job_start_clock();

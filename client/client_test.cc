@@ -24,6 +24,7 @@ namespace {
 using ::ps::testing::FakeParameterServer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr uint32_t kDense = 0;
 constexpr uint32_t kSparse = 1;
@@ -437,6 +438,37 @@ TEST_F(ClientTest, ClockFollowsThePrimaryPastADeadAddress) {
   EXPECT_EQ(fakes_[0]->clocks().at(1), 6);
   EXPECT_GE(took, absl::Milliseconds(300));
   EXPECT_LT(took, absl::Milliseconds(1500));  // rpc_timeout_ms is 2000
+}
+
+// With replicated shards the configured address may be a replica that is no
+// longer the primary: statistics and errors name the server the client
+// follows (the one that answered, or failed).
+TEST_F(ClientTest, StatsAndErrorsNameThePrimaryFollowed) {
+  FakeParameterServer::Options o;
+  o.shard_index = 0;
+  o.num_shards = 2;
+  o.tables = Tables();
+  std::unique_ptr<FakeParameterServer> primary = FakeParameterServer::Start(o);
+  ASSERT_NE(primary, nullptr);
+  const std::string followed = primary->address();
+  ClientOptions options = Options(1);
+  options.primary_address = [&](int shard) {
+    return shard == 0 ? followed : fakes_[1]->address();
+  };
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<ShardStats>> stats = (*client)->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ((*stats)[0].address, followed);
+  EXPECT_EQ((*stats)[1].address, fakes_[1]->address());
+
+  primary->Shutdown();  // the followed primary is gone; etcd still names it
+  const absl::Status status = (*client)->Clock().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("Clock on server " + followed + " (shard 0)"));
+  EXPECT_THAT(std::string(status.message()),
+              Not(HasSubstr(fakes_[0]->address())));
 }
 
 // One cluster checkpoint id for every shard: when a shard refuses it (a

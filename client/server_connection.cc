@@ -326,6 +326,11 @@ void ServerConnection::OpenStream() {
   if (first != nullptr) StartWrite(raw, std::move(first));
 }
 
+std::string ServerConnection::CurrentAddress() const {
+  absl::MutexLock lock(&mu_);
+  return data_address_;
+}
+
 ServerConnection::CurrentStubs ServerConnection::CurrentFailoverStubs() {
   const std::string address = options_.resolve_address();  // outside mu_
   absl::MutexLock lock(&mu_);
@@ -413,7 +418,7 @@ void ServerConnection::OnResponse(Stream* stream,
       received.Decode(entry->values_into, response, &delivered);
   if (!status.ok()) {
     entry->done(absl::InternalError(absl::StrCat(
-                    "server ", options_.address, " sent a ",
+                    "server ", CurrentAddress(), " sent a ",
                     status.message())),
                 nullptr);
     return;
@@ -433,7 +438,7 @@ void ServerConnection::OnResponse(Stream* stream,
   }
   if (status.ok() && !entry->values_into.empty() && !delivered) {
     status = absl::InternalError(absl::StrCat(
-        "server ", options_.address, " returned ", response->values().size(),
+        "server ", CurrentAddress(), " returned ", response->values().size(),
         " bytes for a pull of ", entry->values_into.size() / sizeof(float),
         " floats"));
   }
@@ -504,7 +509,7 @@ void ServerConnection::OnStreamDone(Stream* stream,
       to_fail.swap(pending_);
       failure = absl::Status(
           static_cast<absl::StatusCode>(status.error_code()),
-          absl::StrCat("data stream to server ", options_.address,
+          absl::StrCat("data stream to server ", data_address_,
                        " failed: ", status.error_message()));
       state_ = State::kIdle;
       failed_attempts_ = 0;
@@ -513,7 +518,7 @@ void ServerConnection::OnStreamDone(Stream* stream,
     } else if (++failed_attempts_ > options_.client.max_reconnect_attempts) {
       to_fail.swap(pending_);
       failure = absl::UnavailableError(absl::StrCat(
-          "server ", options_.address, " unreachable after ",
+          "server ", data_address_, " unreachable after ",
           options_.client.max_reconnect_attempts,
           " reconnect attempts; last error: ",
           grpc::StatusCode(status.error_code()) == grpc::StatusCode::OK

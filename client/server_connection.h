@@ -139,7 +139,12 @@ class ServerConnection {
   // as data streams do); else the connection's address. Valid as long as
   // the connection.
   proto::ParameterServer::Stub* stub();
+  // The configured address: shard i's servers[i], its identity.
   const std::string& address() const { return options_.address; }
+  // Where requests go now: address(), or with options.resolve_address the
+  // primary it last named. Errors name this one (with replicated shards the
+  // configured address may be a replica that is no longer the primary).
+  std::string CurrentAddress() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Number of requests sent and not yet answered or failed.
   size_t NumPendingForTesting();
@@ -204,7 +209,7 @@ class ServerConnection {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const grpc::ChannelArguments channel_args_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::CondVar cv_;  // signalled on state_, shutting_down_, stream done
   State state_ ABSL_GUARDED_BY(mu_) = State::kIdle;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
