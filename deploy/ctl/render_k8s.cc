@@ -312,22 +312,32 @@ std::string QuotedScalar(const std::string& value) {
 }
 
 // With replication: a patch giving the completion hook the rendered config's
-// etcd (its first endpoint; connections to etcd are plain HTTP, as the
-// servers' are) and the cluster's key prefix, so that once the servers are
-// gone it deletes their in_sync sets, which the next run's replicas would
-// otherwise refuse to serve against. Also for an etcd outside the manifests:
-// the hook may reach it, and when it cannot it says so and exits 1, leaving
-// the keys as they would be without it. "" without replication.
+// etcd (its first endpoint, https with the config's replication.etcd_tls
+// files when that is enabled, as the servers reach it) and the cluster's key
+// prefix, so that once the servers are gone it deletes their in_sync sets,
+// which the next run's replicas would otherwise refuse to serve against.
+// Also for an etcd outside the manifests: the hook may reach it, and when it
+// cannot it says so and exits 1, leaving the keys as they would be without
+// it. "" without replication.
 std::string CompletionHookPatch(const Replication& replication,
                                 const ClusterConfig& rendered) {
   if (replication.factor <= 1) return "";
   const std::string prefix =
       replication::ClusterKeyPrefix(replication::ClusterIdOf(rendered));
-  const std::string etcd =
-      absl::StrCat("http://", rendered.replication.etcd_endpoints.front());
+  const EtcdTlsConfig& tls = rendered.replication.etcd_tls;
+  std::vector<std::string> args = {
+      absl::StrCat("--etcd=", tls.enabled ? "https://" : "http://",
+                   rendered.replication.etcd_endpoints.front()),
+      absl::StrCat("--etcd_prefix=", prefix)};
+  if (tls.enabled) {
+    args.push_back(absl::StrCat("--etcd_ca_file=", tls.ca_file));
+    if (!tls.cert_file.empty()) {
+      args.push_back(absl::StrCat("--etcd_cert_file=", tls.cert_file));
+      args.push_back(absl::StrCat("--etcd_key_file=", tls.key_file));
+    }
+  }
   std::string patch;
-  for (const std::string& arg :
-       {absl::StrCat("--etcd=", etcd), absl::StrCat("--etcd_prefix=", prefix)}) {
+  for (const std::string& arg : args) {
     absl::StrAppend(&patch,
                     "      - op: add\n"
                     "        path: /spec/template/spec/containers/0/args/-\n"

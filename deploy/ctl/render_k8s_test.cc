@@ -311,6 +311,33 @@ TEST_F(RenderK8sTest, AnEtcdOfTheDescriptionIsKeptAndNoneIsAdded) {
                                   "--etcd_prefix=/ps/shared/"}));
 }
 
+// With replication.etcd_tls the hook reaches etcd as the servers do: https,
+// the config's CA and client certificate (mounted into its Job as into the
+// servers', deploy/k8s/README.md).
+TEST_F(RenderK8sTest, TheHookReachesATlsEtcdWithTheConfigsFiles) {
+  std::string text = kReplicated;
+  text.replace(text.find("  lease_ttl_s: 3\n"), 16,
+               "  lease_ttl_s: 3\n"
+               "  cluster_id: shared\n"
+               "  etcd_endpoints: [etcd-a.infra:2379]\n"
+               "  etcd_tls:\n"
+               "    enabled: true\n"
+               "    ca_file: /etc/ps/etcd/ca.pem\n"
+               "    cert_file: /etc/ps/etcd/client.pem\n"
+               "    key_file: /etc/ps/etcd/client.key\n");
+  std::ofstream(options_.config_path) << text;
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  const YAML::Node k = YAML::Load(files->at("kustomization.yaml"));
+  EXPECT_EQ(HookArgsAdded(k), (std::vector<std::string>{
+                                  "--etcd=https://etcd-a.infra:2379",
+                                  "--etcd_prefix=/ps/shared/",
+                                  "--etcd_ca_file=/etc/ps/etcd/ca.pem",
+                                  "--etcd_cert_file=/etc/ps/etcd/client.pem",
+                                  "--etcd_key_file=/etc/ps/etcd/client.key"}));
+}
+
 // A cluster id is one segment of the etcd keys (the hook deletes the
 // prefix /ps/<id>/: "a/b" would lie inside cluster "a"'s): an id with other
 // characters is refused by the config parser, naming the key.

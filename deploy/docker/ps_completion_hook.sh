@@ -7,7 +7,8 @@
 #   ps_completion_hook [--job=ps-worker] [--statefulset=ps-server]...
 #                      [--namespace=NS] [--poll_s=15] [--appear_timeout_s=600]
 #                      [--etcd=URL --etcd_prefix=/ps/<cluster_id>/
-#                       [--drain_timeout_s=300]]
+#                       [--drain_timeout_s=300] [--etcd_ca_file=F]
+#                       [--etcd_cert_file=F --etcd_key_file=F]]
 #                      [--api=URL] [--token_file=F] [--ca_file=F]
 #
 # Every --poll_s it reads the Job (GET .../jobs/<job>). When its Complete or
@@ -28,7 +29,12 @@
 # under the prefix through etcd's v3 JSON gateway (POST <etcd>/v3/kv/
 # deleterange) and logs how many it deleted. Waiting for the pods and
 # reaching etcd together get --drain_timeout_s from the scale-down; etcd
-# errors are retried every --poll_s until then.
+# errors are retried every --poll_s until then. For an etcd with TLS (an
+# https:// URL): --etcd_ca_file is the CA that signed etcd's certificate
+# (else the system's CAs), and --etcd_cert_file / --etcd_key_file the client
+# certificate an etcd with client-certificate auth asks for (the same files
+# as the cluster config's replication.etcd_tls, which `ps_ctl render-k8s`
+# passes).
 #
 # Defaults are those of a pod: the API server from KUBERNETES_SERVICE_HOST /
 # _PORT, the service account's token, CA and namespace under
@@ -55,6 +61,9 @@ appear_timeout_s=600
 etcd=""
 etcd_prefix=""
 drain_timeout_s=300
+etcd_ca_file=""
+etcd_cert_file=""
+etcd_key_file=""
 api=""
 token_file=$sa/token
 ca_file=$sa/ca.crt
@@ -73,6 +82,9 @@ for arg in "$@"; do
     --etcd=*) etcd=${arg#*=} ;;
     --etcd_prefix=*) etcd_prefix=${arg#*=} ;;
     --drain_timeout_s=*) drain_timeout_s=${arg#*=} ;;
+    --etcd_ca_file=*) etcd_ca_file=${arg#*=} ;;
+    --etcd_cert_file=*) etcd_cert_file=${arg#*=} ;;
+    --etcd_key_file=*) etcd_key_file=${arg#*=} ;;
     --api=*) api=${arg#*=} ;;
     --token_file=*) token_file=${arg#*=} ;;
     --ca_file=*) ca_file=${arg#*=} ;;
@@ -94,6 +106,22 @@ if [[ -n $etcd || -n $etcd_prefix ]]; then
   # "/" alone would be every key of an etcd that other clusters may share.
   [[ $etcd_prefix == /*/ && $etcd_prefix =~ [^/] ]] ||
     usage "--etcd_prefix '$etcd_prefix' must start and end with '/' and name something (/ps/<cluster_id>/)"
+fi
+# curl's TLS options for etcd: --cacert, --cert, --key.
+etcd_tls=()
+if [[ -n $etcd_ca_file || -n $etcd_cert_file || -n $etcd_key_file ]]; then
+  [[ $etcd == https://* ]] ||
+    usage "--etcd_ca_file, --etcd_cert_file and --etcd_key_file need --etcd=https://HOST:PORT (got '$etcd')"
+  if [[ -n $etcd_cert_file && -z $etcd_key_file ]] || [[ -z $etcd_cert_file && -n $etcd_key_file ]]; then
+    usage "--etcd_cert_file and --etcd_key_file go together (etcd's client certificate and its key)"
+  fi
+  for flag in ca:"$etcd_ca_file" cert:"$etcd_cert_file" key:"$etcd_key_file"; do
+    file=${flag#*:}
+    [[ -z $file || -r $file ]] ||
+      usage "--etcd_${flag%%:*}_file '$file' cannot be read (mount the Secret holding replication.etcd_tls's files into this Job too)"
+  done
+  [[ -n $etcd_ca_file ]] && etcd_tls+=(--cacert "$etcd_ca_file")
+  [[ -n $etcd_cert_file ]] && etcd_tls+=(--cert "$etcd_cert_file" --key "$etcd_key_file")
 fi
 if [[ -z $namespace ]]; then
   namespace=$(cat "$sa/namespace" 2>/dev/null) ||
@@ -259,6 +287,7 @@ range=$(jq -cn --arg key "$(b64 "$etcd_prefix")" --arg range_end "$(b64 "${etcd_
   '{key: $key, range_end: $range_end}') || { log "jq could not build the range"; exit 1; }
 while :; do
   status=$(curl -sS -o "$body" -w '%{http_code}' -X POST --connect-timeout 5 --max-time 10 \
+    "${etcd_tls[@]}" \
     -H "Content-Type: application/json" --data "$range" "$etcd/v3/kv/deleterange" \
     2>"$body.err" || true)
   if [[ $status == 200 ]]; then
@@ -268,6 +297,9 @@ while :; do
   fi
   if [[ $status == 000 ]]; then
     error=$(head -c 300 "$body.err")
+    # etcd refuses a missing or untrusted client certificate after the
+    # handshake, which curl reports as a reset connection.
+    [[ $etcd == https://* ]] && error+=" (TLS: does etcd trust the client certificate in --etcd_cert_file, and did --etcd_ca_file's CA sign etcd's?)"
   else
     error=$(jq -r '.message // empty' "$body" 2>/dev/null)
     error="HTTP $status: ${error:-$(head -c 300 "$body")}"

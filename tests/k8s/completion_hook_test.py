@@ -23,8 +23,9 @@ import pytest
 
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-HOOK = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy", "docker",
-                    "ps_completion_hook.sh")
+REPO = os.path.dirname(os.path.dirname(HERE))
+HOOK = os.path.join(REPO, "deploy", "docker", "ps_completion_hook.sh")
+MAKE_CERTS = os.path.join(REPO, "tests", "security", "make_certs.sh")
 TOKEN = "hook-token-123"
 JOB_PATH = "/apis/batch/v1/namespaces/train/jobs/ps-worker"
 SCALE_PREFIX = "/apis/apps/v1/namespaces/train/statefulsets/"
@@ -300,16 +301,28 @@ def die_with_parent():
 
 class Etcd:
     """One etcd member on 127.0.0.1 with OS-picked ports (flags as
-    server/replication/local_etcd.cc starts it), killed on exit."""
+    server/replication/local_etcd.cc starts it), killed on exit. With
+    `certs` (a make_certs.sh directory) it serves https only and asks every
+    client for a certificate signed by its ca.pem (as
+    replication.etcd_tls's etcd does)."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, certs=None):
         self.tmp_path = tmp_path
+        self.certs = certs
         self.proc = None
 
+    def tls_flags(self):
+        if self.certs is None:
+            return []
+        c = self.certs
+        return ["--cert-file=%s" % (c / "server.pem"), "--key-file=%s" % (c / "server.key"),
+                "--trusted-ca-file=%s" % (c / "ca.pem"), "--client-cert-auth"]
+
     def __enter__(self):
+        scheme = "http" if self.certs is None else "https"
         for attempt in range(5):  # a picked port can be taken before etcd binds it
             client, peer = free_port(), free_port()
-            self.url = "http://127.0.0.1:%d" % client
+            self.url = "%s://127.0.0.1:%d" % (scheme, client)
             peer_url = "http://127.0.0.1:%d" % peer
             log_path = self.tmp_path / ("etcd-%d.log" % attempt)
             with open(log_path, "w") as log:
@@ -320,7 +333,7 @@ class Etcd:
                      "--initial-advertise-peer-urls=" + peer_url,
                      "--initial-cluster=hooktest=" + peer_url, "--initial-cluster-state=new",
                      "--heartbeat-interval=25", "--election-timeout=250",
-                     "--logger=zap", "--log-outputs=stderr"],
+                     "--logger=zap", "--log-outputs=stderr"] + self.tls_flags(),
                     stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
             deadline = time.monotonic() + 20
             while self.proc.poll() is None and time.monotonic() < deadline:
@@ -343,7 +356,10 @@ class Etcd:
         self.stop()
 
     def ctl(self, *args):
-        proc = subprocess.run([ETCDCTL, "--endpoints=" + self.url] + list(args),
+        tls = [] if self.certs is None else [
+            "--cacert=%s" % (self.certs / "ca.pem"), "--cert=%s" % (self.certs / "client.pem"),
+            "--key=%s" % (self.certs / "client.key")]
+        proc = subprocess.run([ETCDCTL, "--endpoints=" + self.url] + tls + list(args),
                               env=dict(os.environ, ETCDCTL_API="3"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
@@ -359,15 +375,36 @@ class Etcd:
         return dict(zip(lines[0::2], lines[1::2]))
 
 
-@pytest.fixture
-def etcd(tmp_path):
+def started_etcd(tmp_path, certs=None):
+    """A running Etcd holding CLUSTER_KEYS and OUTSIDE_KEYS."""
     if not (os.access(ETCD, os.X_OK) and os.access(ETCDCTL, os.X_OK)):
         pytest.fail("%s and %s are needed (Debian's etcd-server and etcd-client; "
                     ".ci/install_deps.sh installs them)" % (ETCD, ETCDCTL))
-    with Etcd(tmp_path) as server:
-        for key, value in {**CLUSTER_KEYS, **OUTSIDE_KEYS}.items():
-            server.put(key, value)
-        yield server
+    server = Etcd(tmp_path, certs).__enter__()
+    for key, value in {**CLUSTER_KEYS, **OUTSIDE_KEYS}.items():
+        server.put(key, value)
+    return server
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    server = started_etcd(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def certs(tmp_path):
+    """make_certs.sh's CA, server and client certificates (openssl)."""
+    subprocess.run(["bash", MAKE_CERTS, str(tmp_path / "certs")], check=True)
+    return tmp_path / "certs"
+
+
+@pytest.fixture
+def tls_etcd(tmp_path, certs):
+    server = started_etcd(tmp_path, certs)
+    yield server
+    server.stop()
 
 
 def etcd_args(url):
@@ -487,4 +524,68 @@ def test_bad_etcd_usage_exits_2(tmp_path, args, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "--etcd=URL --etcd_prefix=/ps/<cluster_id>/" in proc.stderr  # the usage lines
+    assert api.requests == []
+
+
+# ---------------------------------------------------------------------------
+# --etcd with TLS (replication.etcd_tls): https and a client certificate.
+
+def tls_args(certs, client="client"):
+    return ["--etcd_ca_file=%s" % (certs / "ca.pem"),
+            "--etcd_cert_file=%s" % (certs / (client + ".pem")),
+            "--etcd_key_file=%s" % (certs / (client + ".key"))]
+
+
+def test_tls_etcd_prefix_is_cleared_with_the_client_certificate(tmp_path, certs, tls_etcd):
+    assert tls_etcd.url.startswith("https://")
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(tls_etcd.url), *tls_args(certs))
+    assert proc.returncode == 0, proc.stderr
+    assert "deleted 3 etcd keys under /ps/train/" in proc.stderr
+    assert tls_etcd.all_keys() == OUTSIDE_KEYS
+
+
+# etcd refuses a client certificate after the handshake: curl sees a reset.
+REFUSED = "(TLS: does etcd trust the client certificate in --etcd_cert_file"
+
+
+@pytest.mark.parametrize("credentials, error", [
+    # etcd asks for a client certificate: none offered.
+    (lambda certs: ["--etcd_ca_file=%s" % (certs / "ca.pem")], REFUSED),
+    # One signed by a CA etcd does not trust.
+    (lambda certs: tls_args(certs, "rogue_client"), REFUSED),
+    # etcd's certificate checked against a CA that did not sign it.
+    (lambda certs: ["--etcd_ca_file=%s" % (certs / "rogue_ca.pem"),
+                    "--etcd_cert_file=%s" % (certs / "client.pem"),
+                    "--etcd_key_file=%s" % (certs / "client.key")],
+     "SSL certificate problem"),
+])
+def test_tls_etcd_refusing_the_hook_keeps_the_keys(tmp_path, certs, tls_etcd, credentials,
+                                                   error):
+    with FakeApi([COMPLETE], statefulsets=BOTH_SETS) as api:
+        proc = run_hook(api, tmp_path, *etcd_args(tls_etcd.url), *credentials(certs),
+                        "--drain_timeout_s=0.5")
+    assert proc.returncode == 1, proc.stderr
+    assert ("etcd at %s did not delete /ps/train/ within 0.5s" % tls_etcd.url) in proc.stderr
+    assert error in proc.stderr
+    assert tls_etcd.all_keys() == {**CLUSTER_KEYS, **OUTSIDE_KEYS}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--etcd=http://127.0.0.1:2379", "--etcd_prefix=/ps/train/", "--etcd_ca_file=/etc/hosts"],
+     "--etcd_ca_file, --etcd_cert_file and --etcd_key_file need --etcd=https://HOST:PORT "
+     "(got 'http://127.0.0.1:2379')"),
+    (["--etcd=https://127.0.0.1:2379", "--etcd_prefix=/ps/train/",
+      "--etcd_cert_file=/etc/hosts"],
+     "--etcd_cert_file and --etcd_key_file go together"),
+    (["--etcd=https://127.0.0.1:2379", "--etcd_prefix=/ps/train/",
+      "--etcd_ca_file=/nonexistent/ca.pem"],
+     "--etcd_ca_file '/nonexistent/ca.pem' cannot be read (mount the Secret holding "
+     "replication.etcd_tls's files into this Job too)"),
+])
+def test_bad_etcd_tls_usage_exits_2_before_touching_anything(tmp_path, args, message):
+    with FakeApi([COMPLETE]) as api:
+        proc = run_hook(api, tmp_path, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
     assert api.requests == []
