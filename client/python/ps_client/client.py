@@ -250,6 +250,20 @@ class Client:
             return self.get_table(table).table_id
         return operator.index(table)
 
+    def _offset(self, table, offset, count=None):
+        """``offset`` as an element index; OutOfRange (the server's words)
+        for a negative one, or with ``count`` None (to the end) for one past
+        the table's end, which no array length could express."""
+        offset = operator.index(offset)
+        if offset >= 0 and count is not None:
+            return offset  # the server checks the range
+        info = self.table(table)
+        if offset < 0 or offset > info.size:
+            raise errors.OutOfRange(
+                f"range [{offset}, ...) is outside table {info.name!r} of "
+                f"{info.size} elements")
+        return offset
+
     # -- dense --------------------------------------------------------------
 
     def pull_dense(self, table, *, offset=0, count=None, out=None):
@@ -257,7 +271,10 @@ class Client:
         ``out`` (n = its size), or into a new float32 array of ``count``
         elements (default: to the end of the table). Waits as the table's
         consistency requires (sync: until the previous step is applied).
-        Returns a Future whose ``wait()`` returns the array."""
+        Returns a Future whose ``wait()`` returns the array. A negative
+        offset, or one past the end without ``count`` or ``out``, raises
+        OutOfRange at once; other ranges are checked by the server."""
+        offset = self._offset(table, offset, count if out is None else 0)
         if out is None:
             if count is None:
                 count = self.table(table).size - offset
@@ -269,12 +286,14 @@ class Client:
         the server's optimizer applies them as the table's consistency
         says. ``zero_copy``: send from ``grads`` itself (keep it unchanged
         until the future completes)."""
-        return self._c.push_dense(self._id(table), offset, grads, zero_copy)
+        return self._c.push_dense(self._id(table), self._offset(table, offset, 0),
+                                  grads, zero_copy)
 
     def push_pull_dense(self, table, grads, *, offset=0, out=None,
                         zero_copy=False):
         """Pushes ``grads``, then pulls the same range after the update into
         ``out`` (or a new array); one round trip."""
+        offset = self._offset(table, offset, 0)
         if out is None:
             out = np.empty(np.shape(grads), dtype=np.float32)
         return self._c.push_pull_dense(self._id(table), offset, grads, out,

@@ -55,6 +55,23 @@ def test_out_of_range(cluster):
                                    "elements")
 
 
+@pytest.mark.parametrize("call", [
+    lambda c: c.pull_dense("w", offset=-1),
+    lambda c: c.pull_dense("w", offset=-1, count=2),
+    lambda c: c.pull_dense("w", offset=11),  # to the end: no length fits
+    lambda c: c.push_dense("w", np.zeros(2, np.float32), offset=-3),
+    lambda c: c.push_pull_dense("w", np.zeros(2, np.float32), offset=-3),
+])
+def test_offsets_outside_the_table_are_out_of_range(cluster, call):
+    with ps_client.connect(cluster.client_config_path) as client:
+        with pytest.raises(ps_client.OutOfRange) as e:
+            call(client).wait()
+        assert e.value.message.startswith("range [")
+        assert e.value.message.endswith(", ...) is outside table 'w' of 10 elements")
+        # Up to the end is an empty pull, not an error.
+        assert client.pull_dense("w", offset=10).wait().shape == (0,)
+
+
 def test_invalid_argument_from_the_server(cluster):
     with ps_client.connect(cluster.client_config_path) as client:
         grads = np.zeros(10, np.float32)
