@@ -275,3 +275,25 @@ def test_embedding_rejects_a_dense_table(make_cluster):
         with pytest.raises(ValueError, match="table 'd' is dense; an "
                            "embedding needs a sparse table"):
             ps_client.nn.EmbeddingBag(client, "d")
+
+
+def test_int32_ids_are_the_int64_ids_and_other_types_are_refused(make_cluster):
+    # torch's embeddings take int64 and int32 indices; so do ours, with the
+    # same rows (-1 is the uint64 id 2**64 - 1 either way).
+    cluster = make_cluster(SPARSE, num_servers=2)
+    with ps_client.connect(cluster.client_config_path) as client:
+        ids = [[4, -1, 4], [7, 7, 1]]
+        bag = ps_client.nn.EmbeddingBag(client, "emb", mode="sum")
+        with torch.no_grad():
+            wide = bag(torch.tensor(ids, dtype=torch.int64))
+        narrow = bag(torch.tensor(ids, dtype=torch.int32))
+        torch.testing.assert_close(narrow, wide, rtol=0, atol=0)
+        before = torch.from_numpy(client.pull_sparse("emb", [2**64 - 1]).wait())
+        narrow.sum().backward()  # pushes gradient 1 per use, lr 1
+        bag.flush()
+        after = torch.from_numpy(client.pull_sparse("emb", [2**64 - 1]).wait())
+        torch.testing.assert_close(after, before - 1.0)
+        for dtype in (torch.float32, torch.int16, torch.uint8):
+            with pytest.raises(TypeError, match="ids must be an int64 or int32 "
+                               f"tensor .*; got {dtype}"):
+                bag(torch.tensor(ids).abs().to(dtype))

@@ -12,9 +12,11 @@ _MAX_PUSHES_IN_FLIGHT = 8
 
 
 class _Batch:
-    """The unique ids of one input and their pulled rows."""
+    """The unique ids of one input (``keys``: as int64, the client's key
+    type) and their pulled rows."""
 
-    __slots__ = ("input", "unique", "inverse", "pad", "rows", "futures")
+    __slots__ = ("input", "unique", "keys", "inverse", "pad", "rows",
+                 "futures")
 
     def wait(self):
         for future in self.futures:
@@ -69,10 +71,15 @@ class _SparseLookup(torch.nn.Module):
             self._pushes.pop(0).wait()
 
     def _pull(self, input):
+        # The index types torch's embeddings take.
+        if input.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"ids must be an int64 or int32 tensor (as "
+                            f"torch.nn.Embedding's); got {input.dtype}")
         batch = _Batch()
         batch.input = input
         batch.unique, batch.inverse = torch.unique(input, sorted=True,
                                                    return_inverse=True)
+        batch.keys = batch.unique.to(torch.int64)  # no copy when int64
         batch.pad = None
         if self.padding_idx is not None:
             hit = (batch.unique == self.padding_idx).nonzero()
@@ -80,7 +87,7 @@ class _SparseLookup(torch.nn.Module):
                 batch.pad = int(hit[0, 0])
         batch.rows = torch.empty(batch.unique.numel(), self.embedding_dim)
         batch.futures = [
-            self.client.pull_sparse(self.table, batch.unique[lo:hi],
+            self.client.pull_sparse(self.table, batch.keys[lo:hi],
                                     out=batch.rows[lo:hi])
             for lo, hi in self._spans(batch) if hi > lo]
         if batch.pad is not None:
@@ -115,7 +122,7 @@ class _SparseLookup(torch.nn.Module):
         for lo, hi in self._spans(batch):
             if hi > lo:
                 self._pushes.append(self.client.push_sparse(
-                    self.table, batch.unique[lo:hi], grad[lo:hi]))
+                    self.table, batch.keys[lo:hi], grad[lo:hi]))
 
     def extra_repr(self):
         return (f"table='{self.table.name}', dim={self.embedding_dim}, "
@@ -128,7 +135,8 @@ class EmbeddingBag(_SparseLookup):
     ``forward(input, offsets=None, per_sample_weights=None)`` takes ids as
     ``torch.nn.EmbeddingBag`` does: a 2-D ``(B, N)`` tensor of B bags of N
     ids, or a 1-D tensor with ``offsets`` (start of each bag). Ids are
-    int64 (reinterpreted as the table's uint64 ids). Each call pulls the
+    int64 or int32 (as torch's; reinterpreted as the table's uint64 ids,
+    so -1 is 2**64 - 1 in both). Each call pulls the
     batch's unique ids once, pools with ``mode`` ("sum", "mean" or "max")
     and returns a ``(B, dim)`` tensor in the autograd graph; backward
     pushes one gradient row per unique id (duplicates summed), which the
