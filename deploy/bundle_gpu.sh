@@ -12,7 +12,9 @@
 # The bundle holds the binaries (OUT_DIR/bin) plus every shared library `ldd` lists for
 # them (OUT_DIR/lib), except glibc's own (libc, libm, libpthread, libdl, librt, ld-linux,
 # ...) and the NVIDIA driver's (libcuda.so, libnvidia-*), which must come
-# from the target host.
+# from the target host, and cuBLAS (libcublas, libcublasLt: 600 MB, more than
+# a GPU host's transfer limit), which run.sh takes from the host's CUDA 13
+# toolkit or its PyTorch's nvidia-cublas package.
 #
 # Run a bundled binary with:
 #   OUT_DIR/run.sh BINARY [ARGS...]   (BINARY may be omitted when the bundle
@@ -71,7 +73,7 @@ for bin in "${binaries[@]}"; do
 done
 # The library collection (ldd, leaving out glibc and the NVIDIA driver) is
 # deploy/docker/bundle.sh's, shared with the container image: OUT/bin, OUT/lib.
-bash "$repo_root/deploy/docker/bundle.sh" "$out" "${binaries[@]}"
+bash "$repo_root/deploy/docker/bundle.sh" --no-cublas "$out" "${binaries[@]}"
 for bin in "${binaries[@]}"; do basename "$bin"; done >"$out/BINARIES"
 
 cat >"$out/run.sh" <<'RUN'
@@ -89,7 +91,21 @@ else
   sed 's/^/  /' "$here/BINARIES" >&2
   exit 2
 fi
-LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuBLAS is the host's (not bundled): the loader's cache, else the CUDA
+# toolkit's folders, else a Python environment's nvidia-cublas wheel.
+cublas=""
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 '; then
+  for dir in "${CUDA_PATH:-/usr/local/cuda}/lib64" \
+             "${CUDA_PATH:-/usr/local/cuda}/targets/x86_64-linux/lib" \
+             /usr/local/cuda-13*/lib64 \
+             /opt/*/.venv/lib/python3*/site-packages/nvidia/cu13/lib \
+             /opt/*/.venv/lib/python3*/site-packages/nvidia/cublas/lib \
+             /usr/local/lib/python3*/dist-packages/nvidia/cu13/lib \
+             /usr/local/lib/python3*/dist-packages/nvidia/cublas/lib; do
+    if [ -e "$dir/libcublas.so.13" ]; then cublas="$dir"; break; fi
+  done
+fi
+LD_LIBRARY_PATH="$here/lib${cublas:+:$cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
 exec "$here/bin/$bin" "$@"
 RUN

@@ -22,6 +22,7 @@ BINARIES = [
     ("server/receive_path_bench", "server/receive_path_bench.cc", "chunk_kib"),
     ("tests/bench/transport_bench", "tests/bench/transport_bench.cc", "runs"),
     ("tests/bench/update_bench", "tests/bench/update_bench.cc", "optimizers"),
+    ("tests/bench/model_bench", "tests/bench/model_bench.cc", "batches"),
     ("tests/soak/soak_client", "tests/soak/soak_client.cc", "threads"),
     ("tests/fault_worker", "tests/fault_worker_main.cc", "progress_file"),
     ("tests/replication/contender", "tests/replication/contender_main.cc",

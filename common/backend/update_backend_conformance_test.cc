@@ -363,6 +363,34 @@ TEST_P(UpdateBackendConformanceTest, DenseUpdatesMatchReference) {
   }
 }
 
+// Dense pushes may return before their update ran on the device (the CUDA
+// store); the caller's gradient buffer is reused at once, and row updates
+// (which share the store's staging buffers) come straight after pushes.
+TEST_P(UpdateBackendConformanceTest, BackToBackPushesReuseTheCallersBuffer) {
+  std::mt19937 rng(4321);
+  constexpr uint32_t kDim = 7;
+  for (const OptimizerCase& oc : AllOptimizerCases()) {
+    SCOPED_TRACE(oc.name);
+    RefStore ref(oc.config, kDenseSize);
+    std::unique_ptr<ParamStore> store = NewRandomStore(oc.config, &rng, &ref);
+    ASSERT_NE(store, nullptr);
+    std::vector<float> buffer;  // one buffer, overwritten after every call
+    for (int64_t t = 1; t <= 6; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        buffer = Uniform(&rng, kDenseSize - 7 * k);
+        ASSERT_TRUE(store->ApplyDense(7 * k, buffer, 1.0f, t).ok());
+        ref.ApplyDense(7 * k, buffer, 1.0f, t);
+      }
+      const std::vector<uint64_t> rows = {3, 1, 500, 77};
+      buffer = Uniform(&rng, rows.size() * kDim);
+      ASSERT_TRUE(store->ApplyRows(rows, kDim, buffer, 0.5f, t).ok());
+      ref.ApplyRows(rows, kDim, buffer, 0.5f, t);
+      buffer.assign(buffer.size(), 1e30f);  // garbage if still being read
+    }
+    ExpectMatches(store.get(), ref, "after back-to-back pushes");
+  }
+}
+
 TEST_P(UpdateBackendConformanceTest, RowUpdatesMatchReference) {
   std::mt19937 rng(99);
   constexpr uint32_t kDim = 7;

@@ -4,12 +4,15 @@
 # machine) in OUT/lib, so they run on a host or image without Debian's
 # packages: LD_LIBRARY_PATH=OUT/lib OUT/bin/ps_server ...
 #
-# Usage: bundle.sh [--system-cxx] [--no-cuda-libs] OUT BINARY...
+# Usage: bundle.sh [--system-cxx] [--no-cuda-libs | --no-cublas] OUT BINARY...
 #   --system-cxx    leave out libstdc++ and libgcc_s (the target has a C++
 #                   runtime at least as new as this machine's; the container
 #                   images do).
 #   --no-cuda-libs  leave out the CUDA toolkit libraries (cudart, cuBLAS,
 #                   NCCL...), which the nvidia/cuda runtime image provides.
+#   --no-cublas     leave out cuBLAS alone (libcublas, libcublasLt: 600 MB),
+#                   which every host with the CUDA toolkit has; the rest of
+#                   the CUDA runtime (cudart) is bundled.
 # glibc (libc, libm, libpthread, libdl, librt, the loader) is never bundled:
 # it must come from the target, which must be at least as new as the build
 # machine's (Debian 12: glibc 2.36). The GPU driver (libcuda.so) is never
@@ -19,16 +22,18 @@ set -euo pipefail
 
 system_cxx=0
 cuda_libs=1
+cublas=1
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --system-cxx) system_cxx=1 ;;
     --no-cuda-libs) cuda_libs=0 ;;
+    --no-cublas) cublas=0 ;;
     *) echo "bundle.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 if [[ $# -lt 2 ]]; then
-  echo "usage: bundle.sh [--system-cxx] [--no-cuda-libs] OUT BINARY..." >&2
+  echo "usage: bundle.sh [--system-cxx] [--no-cuda-libs | --no-cublas] OUT BINARY..." >&2
   exit 2
 fi
 out=$1
@@ -40,6 +45,7 @@ if ((system_cxx)); then skip_re+='|^(libstdc\+\+|libgcc_s)\.'; fi
 if ((!cuda_libs)); then
   skip_re+='|^(libcudart|libcublas|libcublasLt|libnccl|libcusparse|libcufft|libcurand|libnvrtc|libnvJitLink)\.'
 fi
+if ((!cublas)); then skip_re+='|^(libcublas|libcublasLt)\.'; fi
 
 for bin in "$@"; do
   install -m 0755 "$(readlink -f "$bin")" "$out/bin/$(basename "$bin")"

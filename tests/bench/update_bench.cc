@@ -310,6 +310,8 @@ absl::Status RunCuda(const Job& job, std::vector<Row>* rows) {
       absl::Status error;
       const double t = MedianSeconds(job.reps, [&] {
         absl::Status s = (*store)->ApplyDense(0, values, 1.0f, ++step);
+        // A dense push returns before its update ran on the device.
+        if (s.ok()) s = (*store)->WaitForDevice();
         if (!s.ok()) error = s;
       });
       if (!error.ok()) return error;

@@ -14,6 +14,7 @@
 #include "common/backend/cuda/cuda_update_kernels.h"
 #include "common/backend/update_rule.h"
 #include "common/optimizers/optimizer_registry.h"
+#include "common/piecewise_bytes.h"
 #include "common/status_macros.h"
 #include "common/value_type.h"
 
@@ -47,6 +48,21 @@ uint64_t RoundUpPow2(uint64_t v) {
 absl::Status BytesOverflow(const char* op, uint64_t elements) {
   return absl::ResourceExhaustedError(absl::StrCat(
       op, ": ", elements, " float elements do not fit in device memory"));
+}
+
+// Sources of host floats for CudaParamStoreImpl::StreamIn: fill(dst, begin,
+// len) copies floats [begin, begin + len) to dst. A span, or a received
+// request's pieces (copied straight into the pinned stage).
+auto SpanSource(absl::Span<const float> src) {
+  return [src](float* dst, uint64_t begin, uint64_t len) {
+    std::memcpy(dst, src.data() + begin, len * sizeof(float));
+  };
+}
+auto PiecesSource(const PiecewiseBytes& src) {
+  return [&src](float* dst, uint64_t begin, uint64_t len) {
+    src.CopyTo(begin * sizeof(float), len * sizeof(float),
+               reinterpret_cast<char*>(dst));
+  };
 }
 
 // One half of the double-buffered staging area.
@@ -101,6 +117,8 @@ class CudaParamStoreImpl final : public CudaParamStore {
   uint64_t size() const override { return size_; }
   int num_slots() const override { return num_slots_; }
   StoreLayout layout() const override { return layout_; }
+
+  absl::Status WaitForDevice() override { return Activate(); }
 
   absl::Status Append(absl::Span<const float> values) override {
     if (values.empty()) return absl::OkStatus();
@@ -178,12 +196,42 @@ class CudaParamStoreImpl final : public CudaParamStore {
 
   absl::Status ApplyDense(uint64_t offset, absl::Span<const float> grad,
                           float grad_scale, int64_t step) override {
-    RETURN_IF_ERROR(CheckRange("ApplyDense", offset, grad.size(), size_));
+    return ApplyDenseFrom(offset, grad.size(), SpanSource(grad), grad_scale,
+                          step);
+  }
+
+  // Straight from the request's pieces into the pinned stage: the default
+  // (join into one buffer, then ApplyDense) read and wrote every byte twice
+  // more before the H2D copy.
+  absl::Status ApplyDensePieces(uint64_t offset, const PiecewiseBytes& grad,
+                                float grad_scale, int64_t step) override {
+    return ApplyDenseFrom(offset, grad.size() / sizeof(float),
+                          PiecesSource(grad), grad_scale, step);
+  }
+
+  absl::Status AccumulateDense(uint64_t offset,
+                               absl::Span<const float> grad) override {
+    return AccumulateDenseFrom(offset, grad.size(), SpanSource(grad));
+  }
+
+  absl::Status AccumulateDensePieces(uint64_t offset,
+                                     const PiecewiseBytes& grad) override {
+    return AccumulateDenseFrom(offset, grad.size() / sizeof(float),
+                               PiecesSource(grad));
+  }
+
+  // ApplyDense of the n floats that `fill` provides (SpanSource,
+  // PiecesSource).
+  template <class Fill>
+  absl::Status ApplyDenseFrom(uint64_t offset, uint64_t n, Fill fill,
+                              float grad_scale, int64_t step) {
+    RETURN_IF_ERROR(CheckRange("ApplyDense", offset, n, size_));
     ASSIGN_OR_RETURN(const UpdateCall call, Call(grad_scale, step));
-    RETURN_IF_ERROR(Activate());
+    RETURN_IF_ERROR(SelectDevice());
     const uint64_t shift = offset % 4;
-    return StreamIn(
-        grad, [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+    return Ingest(
+        n, fill,
+        [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
           float* dev_grad = stage.device.as<float>() + shift;
           RETURN_IF_ERROR(UploadStage(stage, dev_grad, len));
           if (typed_) {
@@ -225,14 +273,15 @@ class CudaParamStoreImpl final : public CudaParamStore {
         });
   }
 
-  absl::Status AccumulateDense(uint64_t offset,
-                               absl::Span<const float> grad) override {
-    RETURN_IF_ERROR(CheckRange("AccumulateDense", offset, grad.size(), size_));
-    RETURN_IF_ERROR(Activate());
+  template <class Fill>
+  absl::Status AccumulateDenseFrom(uint64_t offset, uint64_t n, Fill fill) {
+    RETURN_IF_ERROR(CheckRange("AccumulateDense", offset, n, size_));
+    RETURN_IF_ERROR(SelectDevice());
     RETURN_IF_ERROR(EnsureAccumulator());
     const uint64_t shift = offset % 4;
-    return StreamIn(
-        grad, [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
+    return Ingest(
+        n, fill,
+        [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
           float* dev_grad = stage.device.as<float>() + shift;
           RETURN_IF_ERROR(UploadStage(stage, dev_grad, len));
           return LaunchStatus(
@@ -366,7 +415,18 @@ class CudaParamStoreImpl final : public CudaParamStore {
   }
 
  private:
+  // Makes the store's device current and waits for device work that
+  // dense ingest (Ingest) left running: every method but the dense pushes
+  // starts here, so it sees their updates done and may use the stages.
   absl::Status Activate() {
+    RETURN_IF_ERROR(SelectDevice());
+    if (!ingest_running_) return absl::OkStatus();
+    ingest_running_ = false;
+    return CudaStatus(cudaStreamSynchronize(stream_.get()),
+                      "waiting for an earlier dense update on the device");
+  }
+
+  absl::Status SelectDevice() {
     return CudaStatus(cudaSetDevice(device_),
                       absl::StrCat("cudaSetDevice(", device_, ")"));
   }
@@ -507,33 +567,50 @@ class CudaParamStoreImpl final : public CudaParamStore {
         "cudaMemcpyAsync H2D");
   }
 
-  // Streams `src` through the stages in chunks: copies chunk [begin, begin +
-  // len) into stage.host, then calls enqueue(stage, begin, len), which
-  // enqueues on stream_ the work that consumes it. Alternating stages lets
-  // the host copy of a chunk overlap the device work of the previous one.
-  // Returns after all of it finished.
-  template <class F>
-  absl::Status StreamIn(absl::Span<const float> src, F enqueue) {
-    if (src.empty()) return absl::OkStatus();
-    RETURN_IF_ERROR(
-        EnsureStaging(std::min<uint64_t>(src.size(), kChunkElements)));
-    uint64_t chunk = 0;
-    for (uint64_t begin = 0; begin < src.size();
-         begin += kChunkElements, ++chunk) {
-      const uint64_t len =
-          std::min<uint64_t>(kChunkElements, src.size() - begin);
-      Stage& stage = stages_[chunk % 2];
+  // Streams the n floats of `fill` through the stages in chunks: fills
+  // chunk [begin, begin + len) into a stage's pinned host buffer, then calls
+  // enqueue(stage, begin, len), which enqueues on stream_ the work that
+  // consumes it. The stages alternate, also from one call to the next, so
+  // the host copy of a chunk overlaps the device work of the one before.
+  // Returns once every chunk is copied (the source may be reused); the
+  // device work may still run (WaitForStream, Activate).
+  template <class Fill, class F>
+  absl::Status StreamIn(uint64_t n, Fill fill, F enqueue) {
+    if (n == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(EnsureStaging(std::min<uint64_t>(n, kChunkElements)));
+    for (uint64_t begin = 0; begin < n; begin += kChunkElements) {
+      const uint64_t len = std::min<uint64_t>(kChunkElements, n - begin);
+      Stage& stage = stages_[next_stage_];
+      next_stage_ ^= 1;
       RETURN_IF_ERROR(stage.done.Synchronize());
-      std::memcpy(stage.host.data(), src.data() + begin, len * sizeof(float));
+      fill(stage.host.as<float>(), begin, len);
       RETURN_IF_ERROR(enqueue(stage, begin, len));
       RETURN_IF_ERROR(stage.done.Record(stream_));
     }
+    return absl::OkStatus();
+  }
+
+  // StreamIn, then waits for the device work.
+  template <class Fill, class F>
+  absl::Status StreamInAndWait(uint64_t n, Fill fill, F enqueue) {
+    RETURN_IF_ERROR(StreamIn(n, fill, enqueue));
     return stream_.Synchronize();
   }
 
+  // StreamIn for a dense push: returns without waiting for the update on
+  // the device, so the next request's host copy and the network overlap it
+  // (each wait cost a 512 KiB chunk ~40 us of a GPU round trip on an H200
+  // host: tests/bench/GPU_RESULTS.md). The next Activate waits for it; a
+  // device fault in it is reported there.
+  template <class Fill, class F>
+  absl::Status Ingest(uint64_t n, Fill fill, F enqueue) {
+    ingest_running_ = true;
+    return StreamIn(n, fill, enqueue);
+  }
+
   absl::Status CopyIn(absl::Span<const float> values, float* dst) {
-    return StreamIn(
-        values,
+    return StreamInAndWait(
+        values.size(), SpanSource(values),
         [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
           return UploadStage(stage, dst + begin, len);
         });
@@ -581,8 +658,8 @@ class CudaParamStoreImpl final : public CudaParamStore {
                            uint64_t offset) {
     if (type == 0) return CopyIn(values, array.as<float>() + offset);
     const size_t bytes = InfoOf(static_cast<ValueType>(type)).bytes;
-    return StreamIn(
-        values,
+    return StreamInAndWait(
+        values.size(), SpanSource(values),
         [&](Stage& stage, uint64_t begin, uint64_t len) -> absl::Status {
           RETURN_IF_ERROR(UploadStage(stage, stage.device.as<float>(), len));
           return LaunchStatus(
@@ -844,6 +921,8 @@ class CudaParamStoreImpl final : public CudaParamStore {
   uint64_t scratch_elements_ = 0;
 
   Stage stages_[2];
+  int next_stage_ = 0;           // the stage StreamIn fills next
+  bool ingest_running_ = false;  // Ingest left device work unwaited for
   PinnedHostBuffer pinned_rows_;
   DeviceBuffer dev_rows_;
   uint64_t row_capacity_ = 0;

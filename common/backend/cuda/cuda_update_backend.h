@@ -8,9 +8,15 @@
 // (double-buffered chunks of up to 8 Mi floats, so the host copy of one
 // chunk overlaps the DMA of the previous one) and cudaMemcpyAsync on the
 // store's own stream; each update is one fused kernel pass (float4 where the
-// arrays are aligned). Every public method has finished on the device when
-// it returns (it synchronizes its stream), so host spans may be reused at
-// once and CUDA errors are reported by the call that caused them.
+// arrays are aligned). Host spans may be reused as soon as a call returns.
+// Dense pushes (ApplyDense*, AccumulateDense*) return once the gradient is
+// in pinned memory and its update enqueued, without waiting for the device
+// (so a server's next request overlaps it); every other method first waits
+// for that work, so reads, checkpoints and row updates see every earlier
+// push applied, and a device fault in a push's update is reported by the
+// next call. Every other method has finished on the device when it returns
+// (it synchronizes its stream), and its CUDA errors are reported by the
+// call that caused them.
 //
 // Storage types (StoreLayout): float16 / bfloat16 arrays hold 2-byte
 // elements; transfers are converted on the device (cuda_storage_kernels.h),
@@ -54,6 +60,10 @@ absl::StatusOr<int> CudaDeviceCount();
 // update alone (for benchmarks and tests).
 class CudaParamStore : public ParamStore {
  public:
+  // Waits for device work that earlier calls left running (dense pushes);
+  // its error, if that work failed.
+  virtual absl::Status WaitForDevice() = 0;
+
   // Uploads `grad` into a device buffer owned by the store (replacing the
   // previous one) for ApplyDeviceGradientForTesting.
   virtual absl::Status SetDeviceGradientForTesting(
