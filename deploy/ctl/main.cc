@@ -5,7 +5,8 @@
 //          status | stats | checkpoint
 //   ps_ctl render-k8s --config BASE/cluster.yaml --num_servers N
 //          --num_workers M --device cpu|cuda --image NAME:TAG
-//          [--namespace NS] --out DIR [--check]
+//          [--namespace NS] [--worker_command WORD,...] --out DIR
+//          [--check]
 //   ps_ctl inject-token --config FILE --token_file FILE --out FILE
 //   ps_ctl config-reference
 //   ps_ctl (--config FILE | --servers ...) export --table NAME --out FILE
@@ -67,6 +68,12 @@ ABSL_FLAG(std::string, device, "", "render-k8s: cpu or cuda");
 ABSL_FLAG(std::string, image, "",
           "render-k8s: the image, NAME:TAG or NAME@sha256:DIGEST");
 ABSL_FLAG(std::string, namespace, "ps", "render-k8s: Kubernetes namespace");
+ABSL_FLAG(std::vector<std::string>, worker_command, {},
+          "render-k8s: the worker container's command, comma-separated words "
+          "(default: the base's ps_worker), e.g. "
+          "python3,/opt/ps/python/examples/train_fashion_mnist.py: a trainer "
+          "of your own, given --config=/run/ps/cluster.yaml and "
+          "$JOB_COMPLETION_INDEX");
 ABSL_FLAG(std::string, out, "",
           "render-k8s: overlay directory; inject-token: output config file; "
           "export: the embedding export file");
@@ -91,7 +98,7 @@ constexpr char kUsage[] =
     "status|stats|checkpoint\n"
     "  or: ps_ctl render-k8s --config BASE/cluster.yaml --num_servers N "
     "--num_workers M --device cpu|cuda --image NAME:TAG [--namespace NS] "
-    "--out DIR [--check]\n"
+    "[--worker_command WORD,...] --out DIR [--check]\n"
     "  or: ps_ctl inject-token --config FILE --token_file FILE --out FILE\n"
     "  or: ps_ctl config-reference\n"
     "  or: ps_ctl (--config FILE | --servers HOST:PORT,...) export --table "
@@ -120,6 +127,7 @@ int RenderK8s() {
   options.image = absl::GetFlag(FLAGS_image);
   options.name_space = absl::GetFlag(FLAGS_namespace);
   options.out_dir = absl::GetFlag(FLAGS_out);
+  options.worker_command = absl::GetFlag(FLAGS_worker_command);
   if (absl::GetFlag(FLAGS_check)) {
     const absl::Status status = ps::ctl::CheckOverlay(options);
     if (!status.ok()) return Fail(status);

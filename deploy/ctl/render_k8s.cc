@@ -64,6 +64,15 @@ absl::Status CheckOptions(const RenderOptions& o) {
     return Invalid(
         absl::StrCat("--device '", o.device, "': allowed: cpu, cuda"));
   }
+  for (const std::string& word : o.worker_command) {
+    if (word.empty() || word.find(',') != std::string::npos) {
+      return Invalid(absl::StrCat(
+          "--worker_command: '", absl::StrJoin(o.worker_command, ","),
+          "' has an empty word or one with a comma (words are separated by "
+          "commas, e.g. python3,/opt/ps/python/examples/"
+          "train_fashion_mnist.py)"));
+    }
+  }
   static const std::regex kLabel("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
   if (!std::regex_match(o.name_space, kLabel)) {
     return Invalid(
@@ -348,6 +357,21 @@ std::string CompletionHookPatch(const Replication& replication,
                       kCompletionHookJob, "\n    patch: |-\n", patch);
 }
 
+// With --worker_command: the JSON-patch operation that replaces the worker
+// container's command (its arguments, the config path, stay the base's).
+std::string WorkerCommandPatch(const RenderOptions& o) {
+  if (o.worker_command.empty()) return "";
+  std::vector<std::string> words;
+  for (const std::string& word : o.worker_command) {
+    words.push_back(QuotedScalar(word));
+  }
+  return absl::StrCat(
+      "      - op: replace\n"
+      "        path: /spec/template/spec/containers/0/command\n"
+      "        value: [",
+      absl::StrJoin(words, ", "), "]\n");
+}
+
 std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
                                 const Replication& replication,
                                 const ClusterConfig& rendered,
@@ -408,7 +432,7 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
                   "      - op: replace\n"
                   "        path: /spec/parallelism\n"
                   "        value: ",
-                  o.num_workers, "\n",
+                  o.num_workers, "\n", WorkerCommandPatch(o),
                   CompletionHookPatch(replication, rendered),
                   "\n"
                   "images:\n"
@@ -433,6 +457,10 @@ std::string RenderCommandLine(const RenderOptions& o) {
       " --num_servers=", o.num_servers, " --num_workers=", o.num_workers,
       " --device=", ShellWord(o.device), " --image=", ShellWord(o.image),
       " --namespace=", ShellWord(o.name_space),
+      o.worker_command.empty()
+          ? ""
+          : absl::StrCat(" --worker_command=",
+                         ShellWord(absl::StrJoin(o.worker_command, ","))),
       " --out=", ShellWord(o.out_dir));
 }
 

@@ -15,7 +15,12 @@
 //   kustomization.yaml  the base (the directory of --config), the gpu
 //                       component for cuda, the namespace, the ConfigMap
 //                       replaced by that cluster.yaml, StatefulSet replicas N,
-//                       Job completions = parallelism = M, and the image.
+//                       Job completions = parallelism = M, the image, and
+//                       with --worker_command the worker container's
+//                       command (a trainer of your own, e.g. the Python
+//                       client's; it keeps ps_worker's arguments,
+//                       --config=/run/ps/cluster.yaml, and its index is
+//                       the pod's JOB_COMPLETION_INDEX).
 //                       Its header holds the command that made it.
 //
 // Replicated shards: the description's replication.factor R (1 or 2) decides.
@@ -44,6 +49,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,6 +67,10 @@ struct RenderOptions {
   std::string image;
   std::string name_space = "ps";  // a DNS label
   std::string out_dir;            // the overlay directory
+  // The worker container's command, word by word; empty: the base's
+  // (/opt/ps/bin/ps_worker). No empty words, none with a comma (the flag
+  // separates words with commas).
+  std::vector<std::string> worker_command;
 };
 
 // The command line that renders `options` (relative paths kept as given), as

@@ -154,6 +154,38 @@ TEST_F(RenderK8sTest, CudaAddsTheGpuComponentAndADigestPinsTheImage) {
   EXPECT_EQ(config->training.device, DeviceKind::kCuda);
 }
 
+TEST_F(RenderK8sTest, AWorkerCommandReplacesPsWorkerInTheJob) {
+  options_.worker_command = {"python3", "/opt/ps/python/examples/train.py"};
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  const std::string& text = files->at("kustomization.yaml");
+  const YAML::Node k = YAML::Load(text);
+  EXPECT_EQ(k["patches"][0]["target"]["name"].as<std::string>(), "ps-worker");
+  const YAML::Node patch =
+      YAML::Load(k["patches"][0]["patch"].as<std::string>());
+  ASSERT_EQ(patch.size(), 3u) << text;
+  EXPECT_EQ(patch[2]["op"].as<std::string>(), "replace");
+  EXPECT_EQ(patch[2]["path"].as<std::string>(),
+            "/spec/template/spec/containers/0/command");
+  EXPECT_EQ(patch[2]["value"].as<std::vector<std::string>>(),
+            options_.worker_command);
+  // Recorded, so --check re-renders the same overlay.
+  EXPECT_TRUE(absl::StrContains(
+      text, "#     --worker_command=python3,/opt/ps/python/examples/train.py "
+            "\\\n"))
+      << text;
+  // Without it the Job keeps the base's ps_worker: no command patch.
+  options_.worker_command.clear();
+  files = RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(YAML::Load(YAML::Load(files->at("kustomization.yaml"))["patches"]
+                                 [0]["patch"]
+                                     .as<std::string>())
+                .size(),
+            2u);
+}
+
 TEST_F(RenderK8sTest, TheRecordedCommandQuotesWhatAShellWouldSplit) {
   options_.config_path = "my k8s/base/cluster.yaml";
   options_.out_dir = "it's";
@@ -187,6 +219,10 @@ TEST_F(RenderK8sTest, BadOptionsAreRefusedWithTheReason) {
   o = options_;
   o.num_workers = -1;
   EXPECT_TRUE(absl::StrContains(error(o), "--num_workers must be >= 1"));
+  o = options_;
+  o.worker_command = {"python3", ""};
+  EXPECT_TRUE(absl::StrContains(error(o), "--worker_command: 'python3,' has "
+                                          "an empty word"));
 }
 
 TEST_F(RenderK8sTest, AnInvalidDescriptionNamesItsLine) {

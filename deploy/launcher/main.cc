@@ -20,7 +20,7 @@
 // progress bar on a TTY (plain lines otherwise), and finally exactly one line
 //   RESULT model=mlp mode=sync servers=2 workers=2 epochs=E
 //          test_accuracy=0.XXXX wall_s=... samples_per_s=...
-//          server_restarts=N
+//          server_restarts=N [the trainer's FINAL fields beyond these]
 // plus the paths of out/train_<timestamp>.csv, _loss.csv and .png.
 // --servers_only prints "SERVERS <address,...> config=<path>" instead and
 // keeps the servers running until interrupted.

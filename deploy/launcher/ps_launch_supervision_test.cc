@@ -127,7 +127,8 @@ TEST(PsLaunchSupervisionTest, CrashedWorkerCommandIsRestarted) {
   EXPECT_TRUE(std::regex_match(
       run.lines.back(),
       std::regex("RESULT model=contract mode=sync servers=2 workers=2 "
-                 "epochs=2 test_accuracy=0\\.8125 .* server_restarts=0")))
+                 "epochs=2 test_accuracy=0\\.8125 .* server_restarts=0 "
+                 "auc=0\\.9")))
       << Joined(run);
 }
 

@@ -185,11 +185,12 @@ TEST(PsLaunchTest, WorkerCmdGetsTheContractAndItsLinesMakeTheResult) {
         << Joined(run);
   }
   // The trainer's START names the run; its FINAL and DONE lines make the
-  // figures: 2 workers x 24 samples over a wall time of 2 s.
+  // figures: 2 workers x 24 samples over a wall time of 2 s. FINAL's own
+  // field auc follows; its samples_per_s=1 does not replace RESULT's.
   const std::regex result(
       "RESULT model=contract mode=sync servers=2 workers=2 epochs=2 "
       "test_accuracy=0\\.8125 wall_s=[0-9.]+ samples_per_s=24\\.0 "
-      "server_restarts=0");
+      "server_restarts=0 auc=0\\.9");
   EXPECT_TRUE(std::regex_match(run.lines.back(), result)) << Joined(run);
   EXPECT_EQ(ReadFile(PathAfter(run.lines, "loss of every worker")),
             "worker,time_s,step,epoch,loss\n"

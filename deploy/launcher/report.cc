@@ -47,6 +47,7 @@ void RunReport::Add(int worker, const ProtocolLine& line) {
     }
   } else if (line.kind == "FINAL") {
     w.final_accuracy = line.Number("test_accuracy");
+    w.final_fields = line.fields;
   } else if (line.kind == "DONE") {
     w.done = true;
     w.done_samples = line.Number("samples").value_or(0);
@@ -66,6 +67,18 @@ std::optional<double> RunReport::final_accuracy() const {
     if (w.final_accuracy.has_value()) return w.final_accuracy;
   }
   return std::nullopt;
+}
+
+std::map<std::string, std::string> RunReport::final_extra_fields() const {
+  for (const WorkerState& w : workers_) {
+    if (!w.final_accuracy.has_value()) continue;
+    std::map<std::string, std::string> extra = w.final_fields;
+    for (const char* known : {"worker", "steps", "test_accuracy", "time_s"}) {
+      extra.erase(known);
+    }
+    return extra;
+  }
+  return {};
 }
 
 bool RunReport::all_done() const {

@@ -8,6 +8,7 @@
 #define PS_DEPLOY_LAUNCHER_REPORT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ class RunReport {
   // The final test accuracy (FINAL line) of worker 0, else of the lowest
   // worker index that printed one; nullopt when none did.
   std::optional<double> final_accuracy() const;
+  // The other fields of that FINAL line (all but worker, steps,
+  // test_accuracy and time_s), by key: a trainer's own results (the CTR
+  // job's teacher AUC, rows, memory) that RESULT repeats. Empty when no
+  // worker printed FINAL.
+  std::map<std::string, std::string> final_extra_fields() const;
   // Sum over workers of DONE samples / max over workers of DONE wall_s
   // (nullopt until every worker reported DONE).
   std::optional<double> samples_per_s() const;
@@ -76,6 +82,7 @@ class RunReport {
     double done_wall_s = 0;
     double time_offset_s = 0;  // see Restarted()
     std::optional<double> final_accuracy;
+    std::map<std::string, std::string> final_fields;  // its FINAL line's
     std::vector<CurvePoint> loss;  // its PROGRESS lines
   };
   std::vector<WorkerState> workers_;

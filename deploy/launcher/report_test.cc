@@ -1,5 +1,8 @@
 #include "deploy/launcher/report.h"
 
+#include <map>
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace ps::launcher {
@@ -102,6 +105,22 @@ TEST(RunReportTest, EveryWorkersLossAcrossRestarts) {
   EXPECT_EQ(report.final_accuracy(), 0.25);
   report.Add(0, Parse("FINAL worker=0 test_accuracy=0.75"));
   EXPECT_EQ(report.final_accuracy(), 0.75);
+}
+
+TEST(RunReportTest, FinalExtraFieldsAreThoseOfTheChosenFinalLine) {
+  RunReport report(2);
+  EXPECT_TRUE(report.final_extra_fields().empty());
+  report.Add(1, Parse("FINAL worker=1 steps=3 test_accuracy=0.25 time_s=2 "
+                      "rows=10"));
+  EXPECT_EQ(report.final_extra_fields(),
+            (std::map<std::string, std::string>{{"rows", "10"}}));
+  // Worker 0's FINAL is the one reported: its fields, without the four
+  // every FINAL line has.
+  report.Add(0, Parse("FINAL worker=0 steps=3 test_accuracy=0.75 time_s=2 "
+                      "teacher_auc=0.8318 shard_rows=4,6"));
+  EXPECT_EQ(report.final_extra_fields(),
+            (std::map<std::string, std::string>{{"shard_rows", "4,6"},
+                                                {"teacher_auc", "0.8318"}}));
 }
 
 }  // namespace

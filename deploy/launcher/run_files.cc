@@ -6,6 +6,7 @@
 
 #include <ctime>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -62,13 +63,19 @@ absl::StatusOr<RunFiles> WriteRunFiles(const RunReport& report,
 }
 
 std::string ResultLine(const RunReport& report, const RunSummary& summary) {
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "RESULT model=%s mode=%s servers=%d workers=%d epochs=%d "
       "test_accuracy=%.4f wall_s=%.2f samples_per_s=%.1f server_restarts=%d",
       summary.model, summary.mode.value_or("none"), summary.servers,
       summary.workers, summary.epochs, *report.final_accuracy(),
       summary.wall_s, report.samples_per_s().value_or(0.0),
       summary.server_restarts);
+  // The trainer's own results; RESULT's own fields win a clash.
+  for (const auto& [key, value] : report.final_extra_fields()) {
+    if (absl::StrContains(line, absl::StrCat(" ", key, "="))) continue;
+    absl::StrAppend(&line, " ", key, "=", value);
+  }
+  return line;
 }
 
 }  // namespace ps::launcher

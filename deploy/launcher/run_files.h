@@ -37,7 +37,9 @@ absl::StatusOr<RunFiles> WriteRunFiles(const RunReport& report,
                                        const std::string& out_dir);
 
 // "RESULT model=... mode=... servers=S workers=W epochs=E
-// test_accuracy=0.XXXX wall_s=... samples_per_s=... server_restarts=N".
+// test_accuracy=0.XXXX wall_s=... samples_per_s=... server_restarts=N",
+// then the FINAL line's other fields (report.final_extra_fields(), by key;
+// none for ps_worker) except those RESULT already has.
 // REQUIRES: report.final_accuracy().
 std::string ResultLine(const RunReport& report, const RunSummary& summary);
 

@@ -3,7 +3,9 @@
 ``ps_launch --worker_cmd '<command>'`` runs the command once per worker
 index ``i`` with ``--config=<effective config path> --index=<i>`` appended
 and the environment ``PS_CONFIG=<path>``, ``PS_WORKER_INDEX=<i>``,
-``PS_NUM_WORKERS=<W>``. A trainer reads them with :func:`worker_context`
+``PS_NUM_WORKERS=<W>``. In a Kubernetes Indexed Job (deploy/k8s, "Your
+own trainer") the index comes from ``JOB_COMPLETION_INDEX`` instead, as for
+``ps_worker``. A trainer reads them with :func:`worker_context`
 and reports with :class:`ProgressLog`, whose lines (one per line on stdout,
 flushed) are the ones ``ps_worker`` prints and the launcher parses
 (worker/train_loop.h)::
@@ -35,14 +37,17 @@ class WorkerContext:
 
 
 def add_worker_arguments(parser):
-    """Adds ``--config`` and ``--index`` (defaults: ``$PS_CONFIG``,
-    ``$PS_WORKER_INDEX``) to an argparse parser of your own."""
+    """Adds ``--config`` and ``--index`` (defaults: ``$PS_CONFIG``;
+    ``$PS_WORKER_INDEX``, else ``$JOB_COMPLETION_INDEX``, the pod's index
+    in a Kubernetes Indexed Job) to an argparse parser of your own."""
     parser.add_argument("--config", default=os.environ.get("PS_CONFIG"),
                         help="cluster config YAML (default: $PS_CONFIG)")
-    index = os.environ.get("PS_WORKER_INDEX")
+    index = os.environ.get("PS_WORKER_INDEX",
+                           os.environ.get("JOB_COMPLETION_INDEX"))
     parser.add_argument("--index", type=int,
                         default=int(index) if index is not None else None,
-                        help="worker index (default: $PS_WORKER_INDEX)")
+                        help="worker index (default: $PS_WORKER_INDEX, else "
+                             "$JOB_COMPLETION_INDEX)")
     return parser
 
 
@@ -62,7 +67,8 @@ def worker_context(args=None):
                  "PS_CONFIG (ps_launch --worker_cmd does both)")
     if args.index is None or args.index < 0:
         sys.exit("worker: no worker index: pass --index=I (I >= 0) or set "
-                 "PS_WORKER_INDEX (ps_launch --worker_cmd does both)")
+                 "PS_WORKER_INDEX (ps_launch --worker_cmd does both; a "
+                 "Kubernetes Indexed Job sets JOB_COMPLETION_INDEX)")
     return WorkerContext(config_path=args.config, worker_index=args.index,
                          num_workers=int(os.environ.get("PS_NUM_WORKERS",
                                                         "0")))

@@ -14,17 +14,26 @@ CONFIG = os.path.join(os.environ["TEST_SRCDIR"], "ps", "deploy", "examples",
 
 
 def test_two_workers_train_fashion_mnist(make_cluster):
+    """Worker 0 is started as ps_launch starts a worker command; worker 1 as
+    the Kubernetes Job's pod runs it (deploy/k8s, "Your own trainer"): only
+    --config, its index in JOB_COMPLETION_INDEX."""
     body = open(CONFIG).read().split("\nlog_level:", 1)[1]
     cluster = make_cluster("log_level:" + body, num_servers=2, num_workers=2)
     procs = []
+    base_env = {k: v for k, v in os.environ.items()
+                if not k.startswith("PS_") and k != "JOB_COMPLETION_INDEX"}
     for i in range(2):
-        env = dict(os.environ, PS_CONFIG=cluster.client_config_path,
-                   PS_WORKER_INDEX=str(i), PS_NUM_WORKERS="2")
+        if i == 0:
+            env = dict(base_env, PS_CONFIG=cluster.client_config_path,
+                       PS_WORKER_INDEX="0", PS_NUM_WORKERS="2")
+            launch = [f"--config={cluster.client_config_path}", "--index=0"]
+        else:
+            env = dict(base_env, JOB_COMPLETION_INDEX="1")
+            launch = [f"--config={cluster.client_config_path}"]
         procs.append(subprocess.Popen(
             [sys.executable, os.path.join(EXAMPLES, "train_fashion_mnist.py"),
              "--epochs=1", "--max_train_examples=12800",
-             "--eval_every_steps=50", "--log_every_steps=25",
-             f"--config={cluster.client_config_path}", f"--index={i}"],
+             "--eval_every_steps=50", "--log_every_steps=25"] + launch,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env))
     outputs = [p.communicate(timeout=240) for p in procs]

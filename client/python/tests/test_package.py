@@ -129,6 +129,16 @@ def test_worker_context_from_flags_then_environment(monkeypatch):
         "/env.yaml", 3, 4)
     monkeypatch.setattr(sys, "argv", ["trainer", "--lr=1", "--index", "1"])
     assert worker_context() == WorkerContext("/env.yaml", 1, 4)
+    # A Kubernetes Indexed Job's pod index, when PS_WORKER_INDEX is unset;
+    # PS_WORKER_INDEX wins when both are.
+    monkeypatch.setattr(sys, "argv", ["trainer"])
+    monkeypatch.setenv("JOB_COMPLETION_INDEX", "5")
+    assert worker_context() == WorkerContext("/env.yaml", 3, 4)
+    monkeypatch.delenv("PS_WORKER_INDEX")
+    assert worker_context() == WorkerContext("/env.yaml", 5, 4)
+    monkeypatch.delenv("JOB_COMPLETION_INDEX")
+    with pytest.raises(SystemExit, match="no worker index"):
+        worker_context()
     monkeypatch.delenv("PS_CONFIG")
     monkeypatch.setattr(sys, "argv", ["trainer"])
     with pytest.raises(SystemExit, match="no cluster config"):

@@ -1,21 +1,26 @@
-"""What the CTR job reports about the servers: rows per table from the
-servers' GetStats (``client.stats()``), and memory per shard from /proc.
+"""What the CTR job reports about the servers: rows and table memory per
+shard from the servers' GetStats (``client.stats()``), and each server
+process's memory from /proc.
 
-Memory: GetStats carries no memory figure today, so the resident set size
-(VmRSS) and its peak (VmHWM) come from /proc/<pid>/status of the server
-process, found as the owner of the socket listening on the shard's port.
-That works when the servers run on this host (ps_launch, tests); for a
-remote server the memory is unknown (None) and reported as absent.
+Table memory: GetStats' ``memory_bytes`` (what the shard charges its memory
+cap with: rows x the documented bytes-per-row formula, README "Embedding
+tables") and ``bytes_per_row`` (that formula for the table).
 
-Rows: ``num_rows`` per shard. The table-lifecycle counters (rows admitted
-and evicted) are reported too once the servers' stats carry them: every
-counter in ROW_COUNTERS that a shard's table stats has is summed.
+Process memory: the resident set size (VmRSS) and its peak (VmHWM) from
+/proc/<pid>/status of the server process, found as the owner of the socket
+listening on the shard's port. That works when the servers run on this host
+(ps_launch, tests); for a remote server it is unknown (None) and reported
+as absent. RSS counts what the formula leaves out (array growth ahead of
+use, allocator slack, checkpoint copies, gRPC buffers).
+
+Rows: ``num_rows``, ``rows_admitted`` and ``rows_evicted`` per shard
+(ROW_COUNTERS).
 """
 
 import os
 
-__all__ = ["ROW_COUNTERS", "table_rows", "listening_pid", "process_memory",
-           "shard_memory"]
+__all__ = ["ROW_COUNTERS", "table_rows", "table_memory", "listening_pid",
+           "process_memory", "shard_memory"]
 
 # Row counters of a sparse table's stats, as the servers report them
 # (ShardStats.Table attributes); absent ones are skipped.
@@ -38,6 +43,15 @@ def table_rows(stats, table):
         else:
             rows[counter] = values
     return rows
+
+
+def table_memory(stats, table):
+    """{"memory_bytes": [per shard], "bytes_per_row": [per shard]} of
+    ``table`` from the servers' GetStats (``client.stats()``)."""
+    shards = [next(t for t in shard.tables if t.name == table)
+              for shard in stats]
+    return {"memory_bytes": [int(t.memory_bytes) for t in shards],
+            "bytes_per_row": [int(t.bytes_per_row) for t in shards]}
 
 
 def _listening_inodes(port):

@@ -45,16 +45,22 @@ import plot
 from model import WideAndDeep
 
 
-def memory_fields(before, after, rows):
-    """FINAL fields about the servers' memory (cluster_stats.py): RSS and
-    peak RSS per shard, and the RSS growth over training per row."""
+def memory_fields(before, after, rows, table):
+    """FINAL fields about the servers' memory (cluster_stats.py): the table's
+    memory per shard by the documented formula and that formula's bytes per
+    row (GetStats), RSS and peak RSS per shard, and the RSS growth over
+    training per row (to set against the formula)."""
+    fields = {"shard_table_mib": ",".join(f"{m / 2 ** 20:.1f}"
+                                          for m in table["memory_bytes"]),
+              "formula_bytes_per_row": table["bytes_per_row"][0]}
     if any(m is None for m in after):
-        return {"memory_source": "unknown"}
-    fields = {"memory_source": "proc",
-              "shard_rss_mib": ",".join(f"{m['rss'] / 2 ** 20:.1f}"
-                                        for m in after),
-              "shard_peak_rss_mib": ",".join(f"{m['hwm'] / 2 ** 20:.1f}"
-                                             for m in after)}
+        fields["memory_source"] = "unknown"
+        return fields
+    fields |= {"memory_source": "proc",
+               "shard_rss_mib": ",".join(f"{m['rss'] / 2 ** 20:.1f}"
+                                         for m in after),
+               "shard_peak_rss_mib": ",".join(f"{m['hwm'] / 2 ** 20:.1f}"
+                                              for m in after)}
     if all(m is not None for m in before) and sum(rows) > 0:
         growth = sum(a["rss"] - b["rss"] for a, b in zip(after, before))
         fields["rss_growth_bytes_per_row"] = f"{growth / sum(rows):.1f}"
@@ -62,9 +68,8 @@ def memory_fields(before, after, rows):
 
 
 def cluster_fields(client, sparse_table, memory_before):
-    """FINAL fields about the servers: rows of the sparse table in all and
-    per shard (and admitted / evicted rows once the servers count them),
-    and memory per shard."""
+    """FINAL fields about the servers: rows of the sparse table (live,
+    admitted, evicted) in all and per shard, and memory per shard."""
     stats = client.stats()
     counters = cluster_stats.table_rows(stats, sparse_table)
     fields = {}
@@ -74,7 +79,9 @@ def cluster_fields(client, sparse_table, memory_before):
         fields[f"shard_{name}"] = ",".join(map(str, values))
     memory_after = cluster_stats.shard_memory([s.address for s in stats])
     fields.update(memory_fields(memory_before, memory_after,
-                                counters.get("num_rows", [])))
+                                counters.get("num_rows", []),
+                                cluster_stats.table_memory(stats,
+                                                           sparse_table)))
     return fields
 
 

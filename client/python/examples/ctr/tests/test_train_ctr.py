@@ -71,6 +71,10 @@ def test_result_line_carries_the_auc(job):
         "workers=2 epochs=1 ")
     final = worker_line(out, 0, "FINAL")
     assert f" test_accuracy={final['auc']} " in result[0]
+    # FINAL's own results follow RESULT's fields (the worker contract).
+    for key in ("teacher_auc", "auc_gap", "rows_admitted", "rows_evicted",
+                "shard_table_mib", "shard_rss_mib"):
+        assert f" {key}={final[key]}" in result[0], (key, result[0])
     assert float(fields(result[0])["samples_per_s"]) > 0
     for w in (0, 1):
         done = worker_line(out, w, "DONE")
@@ -89,6 +93,9 @@ def test_rows_are_every_id_pulled(job):
         train.ids[:trained], train.ids[20000:20000 + trained],
         test.ids]).ravel())
     assert int(final["rows"]) == len(used)
+    # No admission or eviction configured: every row admitted, none dropped.
+    assert int(final["rows_admitted"]) == len(used)
+    assert final["rows_evicted"] == "0"
     shards = [int(x) for x in final["shard_rows"].split(",")]
     assert len(shards) == 2 and sum(shards) == len(used)
     assert min(shards) > 0.4 * len(used)  # hashed over both shards
@@ -97,6 +104,12 @@ def test_rows_are_every_id_pulled(job):
 def test_memory_per_shard_from_proc(job):
     out, _, _ = job
     final = worker_line(out, 0, "FINAL")
+    # The formula (README "Embedding tables"): 9 float32 values + 9 of
+    # Adagrad state + 24 of index, async (no accumulator), no lifecycle.
+    assert final["formula_bytes_per_row"] == "96"
+    rows = [int(x) for x in final["shard_rows"].split(",")]
+    assert final["shard_table_mib"] == ",".join(
+        f"{r * 96 / 2 ** 20:.1f}" for r in rows)
     assert final["memory_source"] == "proc"
     rss = [float(x) for x in final["shard_rss_mib"].split(",")]
     peak = [float(x) for x in final["shard_peak_rss_mib"].split(",")]
