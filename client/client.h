@@ -218,6 +218,9 @@ struct ShardStats {
   int64_t job_start_clock = 0;
   uint64_t memory_cap_bytes = 0;  // server.memory_cap_bytes (0: none)
   uint64_t memory_used_bytes = 0;
+  // The server process's malloc heap: in use, and freed but kept (0:
+  // unknown).
+  uint64_t heap_allocated_bytes = 0, heap_free_bytes = 0;
 };
 
 class Client {

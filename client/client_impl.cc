@@ -897,6 +897,8 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
     shard.job_start_clock = r.job_start_clock();
     shard.memory_cap_bytes = r.memory_cap_bytes();
     shard.memory_used_bytes = r.memory_used_bytes();
+    shard.heap_allocated_bytes = r.heap_allocated_bytes();
+    shard.heap_free_bytes = r.heap_free_bytes();
     for (const proto::TableStats& t : r.tables()) {
       ShardStats::Table table;
       table.name = t.name();

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -404,6 +405,20 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
              "Resident set size of the server process", MetricType::Gauge);
   memory.metric.push_back(Gauge(static_cast<double>(ResidentMemoryBytes())));
   families.push_back(std::move(memory));
+  const HeapUsage heap = ReadHeapUsage();
+  MetricFamily heap_allocated =
+      Family("ps_process_heap_allocated_bytes",
+             "Heap bytes allocated and in use by the server process (malloc)",
+             MetricType::Gauge);
+  heap_allocated.metric.push_back(
+      Gauge(static_cast<double>(heap.allocated_bytes)));
+  families.push_back(std::move(heap_allocated));
+  MetricFamily heap_free = Family(
+      "ps_process_heap_free_bytes",
+      "Heap bytes freed but kept by the server process's allocator (in RSS)",
+      MetricType::Gauge);
+  heap_free.metric.push_back(Gauge(static_cast<double>(heap.free_bytes)));
+  families.push_back(std::move(heap_free));
 
   // Families without samples are left out (e.g. no sync tables).
   families.erase(std::remove_if(families.begin(), families.end(),
@@ -427,6 +442,16 @@ MetricFamily ServerMetrics::CollectLatency() const {
     latency.metric.push_back(std::move(metric));
   }
   return latency;
+}
+
+HeapUsage ReadHeapUsage() {
+  HeapUsage usage;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 info = mallinfo2();
+  usage.allocated_bytes = info.uordblks + info.hblkhd;
+  usage.free_bytes = info.fordblks;
+#endif
+  return usage;
 }
 
 int64_t ResidentMemoryBytes() {

@@ -161,6 +161,16 @@ class ServerMetrics {
 // when it cannot be read.
 int64_t ResidentMemoryBytes();
 
+// This process's malloc heap over every arena (glibc's mallinfo2): bytes
+// allocated and in use (small blocks plus mmap()ed ones), and bytes freed but
+// kept by the allocator for reuse. Both 0 without glibc >= 2.33. Tells the
+// memory the server uses from what the allocator holds on to (RSS has both).
+struct HeapUsage {
+  uint64_t allocated_bytes = 0;
+  uint64_t free_bytes = 0;
+};
+HeapUsage ReadHeapUsage();
+
 }  // namespace ps
 
 #endif  // PS_SERVER_METRICS_H_

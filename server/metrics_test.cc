@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -206,6 +207,19 @@ TEST(ServerMetricsTest, RejectsBadPort) {
 }
 
 TEST(ResidentMemoryTest, IsPositive) { EXPECT_GT(ResidentMemoryBytes(), 0); }
+
+TEST(HeapUsageTest, CountsAnAllocationWhileItLives) {
+  const HeapUsage before = ReadHeapUsage();
+  ASSERT_GT(before.allocated_bytes, 0u);
+  constexpr size_t kBytes = 64 << 20;
+  auto block = std::make_unique<char[]>(kBytes);
+  block[0] = block[kBytes - 1] = 1;  // keep it
+  const HeapUsage during = ReadHeapUsage();
+  EXPECT_GE(during.allocated_bytes, before.allocated_bytes + kBytes);
+  EXPECT_LE(during.allocated_bytes, before.allocated_bytes + kBytes + (1 << 20));
+  block.reset();
+  EXPECT_LT(ReadHeapUsage().allocated_bytes, during.allocated_bytes - kBytes / 2);
+}
 
 }  // namespace
 }  // namespace ps

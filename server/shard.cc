@@ -480,6 +480,9 @@ proto::StatsResponse Shard::GetStats() const {
   registry_.FillStats(absl::Now(), &stats);
   stats.set_memory_cap_bytes(memory_.cap());
   stats.set_memory_used_bytes(memory_.used());
+  const HeapUsage heap = ReadHeapUsage();
+  stats.set_heap_allocated_bytes(heap.allocated_bytes);
+  stats.set_heap_free_bytes(heap.free_bytes);
   return stats;
 }
 

@@ -376,7 +376,11 @@ std::string StatsJson(const TableCounters& c,
   for (const ShardStats& s : stats) {
     memory.push_back(absl::StrCat("{\"shard\":", s.shard_index,
                                   ",\"used_bytes\":", s.memory_used_bytes,
-                                  ",\"cap_bytes\":", s.memory_cap_bytes, "}"));
+                                  ",\"cap_bytes\":", s.memory_cap_bytes,
+                                  ",\"heap_allocated_bytes\":",
+                                  s.heap_allocated_bytes,
+                                  ",\"heap_free_bytes\":", s.heap_free_bytes,
+                                  "}"));
   }
   return absl::StrCat("{\"ok\":true,\"tables\":[", absl::StrJoin(tables, ","),
                       "],\"memory\":[", absl::StrJoin(memory, ","), "]}\n");
@@ -420,11 +424,14 @@ void PrintRowLifecycle(const TableCounters& c, std::ostream& out) {
 }
 
 void PrintMemory(const std::vector<ShardStats>& stats, std::ostream& out) {
-  TextTable memory({"SHARD", "TABLE_MEMORY", "MEMORY_CAP"});
+  TextTable memory(
+      {"SHARD", "TABLE_MEMORY", "MEMORY_CAP", "HEAP_IN_USE", "HEAP_FREE"});
   for (const ShardStats& s : stats) {
     memory.Add({absl::StrCat(s.shard_index), HumanBytes(s.memory_used_bytes),
                 s.memory_cap_bytes == 0 ? "none"
-                                        : HumanBytes(s.memory_cap_bytes)});
+                                        : HumanBytes(s.memory_cap_bytes),
+                HumanBytes(s.heap_allocated_bytes),
+                HumanBytes(s.heap_free_bytes)});
   }
   memory.Print(out);
 }

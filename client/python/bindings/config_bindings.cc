@@ -153,7 +153,9 @@ void BindStats(py::module_& m) {
       .def_readonly("job_generation", &ShardStats::job_generation)
       .def_readonly("job_start_clock", &ShardStats::job_start_clock)
       .def_readonly("memory_cap_bytes", &ShardStats::memory_cap_bytes)
-      .def_readonly("memory_used_bytes", &ShardStats::memory_used_bytes);
+      .def_readonly("memory_used_bytes", &ShardStats::memory_used_bytes)
+      .def_readonly("heap_allocated_bytes", &ShardStats::heap_allocated_bytes)
+      .def_readonly("heap_free_bytes", &ShardStats::heap_free_bytes);
 }
 
 }  // namespace

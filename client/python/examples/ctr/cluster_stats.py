@@ -6,6 +6,10 @@ Table memory: GetStats' ``memory_bytes`` (what the shard charges its memory
 cap with: rows x the documented bytes-per-row formula, README "Embedding
 tables") and ``bytes_per_row`` (that formula for the table).
 
+Heap: GetStats' ``heap_allocated_bytes`` (the server process's malloc heap
+in use) and ``heap_free_bytes`` (freed but kept by the allocator), which
+tell the memory the server uses from what glibc holds on to.
+
 Process memory: the resident set size (VmRSS) and its peak (VmHWM) from
 /proc/<pid>/status of the server process, found as the owner of the socket
 listening on the shard's port. That works when the servers run on this host
@@ -19,8 +23,8 @@ Rows: ``num_rows``, ``rows_admitted`` and ``rows_evicted`` per shard
 
 import os
 
-__all__ = ["ROW_COUNTERS", "table_rows", "table_memory", "listening_pid",
-           "process_memory", "shard_memory"]
+__all__ = ["ROW_COUNTERS", "table_rows", "table_memory", "heap_memory",
+           "listening_pid", "process_memory", "shard_memory"]
 
 # Row counters of a sparse table's stats, as the servers report them
 # (ShardStats.Table attributes); absent ones are skipped.
@@ -52,6 +56,17 @@ def table_memory(stats, table):
               for shard in stats]
     return {"memory_bytes": [int(t.memory_bytes) for t in shards],
             "bytes_per_row": [int(t.bytes_per_row) for t in shards]}
+
+
+def heap_memory(stats):
+    """{"allocated": [per shard], "free": [per shard]} bytes of each server
+    process's malloc heap from GetStats (``client.stats()``); None when the
+    servers cannot tell (0: another libc)."""
+    allocated = [int(s.heap_allocated_bytes) for s in stats]
+    if not all(allocated):
+        return None
+    return {"allocated": allocated,
+            "free": [int(s.heap_free_bytes) for s in stats]}
 
 
 def _listening_inodes(port):

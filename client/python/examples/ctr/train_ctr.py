@@ -45,13 +45,30 @@ import plot
 from model import WideAndDeep
 
 
+def mib_list(values):
+    return ",".join(f"{v / 2 ** 20:.1f}" for v in values)
+
+
+def heap_fields(before, after, rows):
+    """FINAL fields about the servers' malloc heaps (GetStats): in use and
+    freed-but-kept per shard, and the growth of the heap in use over
+    training per row (to set against the formula)."""
+    if after is None:
+        return {}
+    fields = {"shard_heap_mib": mib_list(after["allocated"]),
+              "shard_heap_free_mib": mib_list(after["free"])}
+    if before is not None and sum(rows) > 0:
+        growth = sum(after["allocated"]) - sum(before["allocated"])
+        fields["heap_growth_bytes_per_row"] = f"{growth / sum(rows):.1f}"
+    return fields
+
+
 def memory_fields(before, after, rows, table):
     """FINAL fields about the servers' memory (cluster_stats.py): the table's
     memory per shard by the documented formula and that formula's bytes per
     row (GetStats), RSS and peak RSS per shard, and the RSS growth over
-    training per row (to set against the formula)."""
-    fields = {"shard_table_mib": ",".join(f"{m / 2 ** 20:.1f}"
-                                          for m in table["memory_bytes"]),
+    training per row."""
+    fields = {"shard_table_mib": mib_list(table["memory_bytes"]),
               "formula_bytes_per_row": table["bytes_per_row"][0]}
     if any(m is None for m in after):
         fields["memory_source"] = "unknown"
@@ -67,7 +84,7 @@ def memory_fields(before, after, rows, table):
     return fields
 
 
-def cluster_fields(client, sparse_table, memory_before):
+def cluster_fields(client, sparse_table, before):
     """FINAL fields about the servers: rows of the sparse table (live,
     admitted, evicted) in all and per shard, and memory per shard."""
     stats = client.stats()
@@ -77,11 +94,13 @@ def cluster_fields(client, sparse_table, memory_before):
         name = "rows" if counter == "num_rows" else counter
         fields[name] = sum(values)
         fields[f"shard_{name}"] = ",".join(map(str, values))
+    rows = counters.get("num_rows", [])
     memory_after = cluster_stats.shard_memory([s.address for s in stats])
-    fields.update(memory_fields(memory_before, memory_after,
-                                counters.get("num_rows", []),
+    fields.update(memory_fields(before["proc"], memory_after, rows,
                                 cluster_stats.table_memory(stats,
                                                            sparse_table)))
+    fields.update(heap_fields(before["heap"],
+                              cluster_stats.heap_memory(stats), rows))
     return fields
 
 
@@ -131,8 +150,12 @@ def main(argv=None):
 
     client, sparse, model = connect_model(args, settings, worker, config)
     lead = worker.worker_index == 0  # evaluates and reports
-    memory_before = (cluster_stats.shard_memory(
-        [s.address for s in client.stats()]) if lead else None)
+    before = None  # the servers' memory before training (worker 0)
+    if lead:
+        stats = client.stats()
+        before = {"proc": cluster_stats.shard_memory(
+                      [s.address for s in stats]),
+                  "heap": cluster_stats.heap_memory(stats)}
     log, curve = ProgressLog(worker.worker_index), []
     params = ps_client.nn.DenseParameters(client, model, args.dense_table)
     loop = job.TrainingLoop(model, ps_client.nn.Embedding(client, sparse),
@@ -165,7 +188,7 @@ def main(argv=None):
                  **teacher_fields(meta, value),
                  job_samples_per_s=f"{samples / job_wall:.1f}",
                  time_s=job_wall,
-                 **cluster_fields(client, sparse.name, memory_before))
+                 **cluster_fields(client, sparse.name, before))
         plot.report(args.out_dir, curve, meta,
                     f"CTR job: {config.num_workers} workers, "
                     f"{len(config.servers)} servers, held-out AUC "

@@ -115,6 +115,16 @@ def test_memory_per_shard_from_proc(job):
     peak = [float(x) for x in final["shard_peak_rss_mib"].split(",")]
     assert len(rss) == 2 and all(0 < r <= p for r, p in zip(rss, peak))
     assert "rss_growth_bytes_per_row" in final
+    # The heap in use (GetStats, glibc's count) grows by the formula's 96 B
+    # per row, give or take the store's growth ahead of use and the index's
+    # load (94.7 B per row measured over the README job's 2.6 M rows), plus
+    # a few MiB that do not depend on the rows (the dense table and its Adam
+    # state, connections; 2.4-3 MiB measured here, with 62 k rows).
+    heap = [float(x) for x in final["shard_heap_mib"].split(",")]
+    assert len(heap) == 2 and all(h > 0 for h in heap)
+    rows = int(final["rows"])
+    growth = float(final["heap_growth_bytes_per_row"]) * rows
+    assert 80 * rows <= growth <= 96 * 1.3 * rows + 6 * 2 ** 20, final
 
 
 def test_curve_and_plot_written(job):
