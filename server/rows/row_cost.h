@@ -14,7 +14,7 @@
 //                   row, of 16 bytes (TTL: slot, sequence, stamp) or 8
 //                   (capacity: slot, sequence); eviction.h
 //   plus, with a count filter, kPendingBytesPerId per id counted and not
-//   yet admitted.
+//   yet admitted (charged against the memory cap as well: sparse_rows.h).
 //
 // kIndexBytesPerRow: RowIndex keeps 8 bytes of id per row in an array grown
 // by 1.5x (8 to 12 bytes per row), one liveness bit, and a hash set of

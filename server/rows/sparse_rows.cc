@@ -35,7 +35,7 @@ SparseRows::SparseRows(const TableConfig& config, uint32_t shard_index,
       eviction_(CreateEvictionPolicies(config.eviction, &index_)) {}
 
 SparseRows::~SparseRows() {
-  if (budget_ != nullptr) budget_->Release(charged_);
+  if (budget_ != nullptr) budget_->Release(charged_ + pending_charged_);
 }
 
 RowTime SparseRows::TimeAt(absl::Time now) const {
@@ -71,9 +71,24 @@ absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
       counted.push_back(i);
     }
   }
+  // Counted ids may each become a pending count: charged (at most that
+  // many) before anything changes, settled to the real count after.
+  const uint64_t counting = counted.size() * kPendingBytesPerId;
+  if (counting > 0 && budget_ != nullptr) {
+    absl::Status s = budget_->TryCharge(
+        counting, absl::StrCat("table '", config_.name, "': ", counted.size(),
+                               " ids counted for admission at ",
+                               kPendingBytesPerId, " bytes each"));
+    if (!s.ok()) {
+      clock_ = old_clock;
+      rows->clear();
+      return s;
+    }
+  }
   if (!create.empty()) {
     absl::Status s = CreateRows(ids, create, t, rows);
     if (!s.ok()) {
+      if (counting > 0 && budget_ != nullptr) budget_->Release(counting);
       clock_ = old_clock;
       rows->clear();
       return s;
@@ -82,6 +97,7 @@ absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
   if (push) {
     for (size_t i : create) admission_->Record(ids[i], /*admitted=*/true);
     for (size_t i : counted) admission_->Record(ids[i], /*admitted=*/false);
+    SettlePendingCharge(counting);
   }
   if (eviction_.empty()) return absl::OkStatus();
   // Accesses of the rows that existed (created rows counted at creation).
@@ -192,6 +208,16 @@ uint64_t SparseRows::Sweep(absl::Time now) {
     dropped += victims.size();
   }
   return dropped;
+}
+
+void SparseRows::SettlePendingCharge(uint64_t tentative) {
+  const uint64_t now = admission_->pending() * kPendingBytesPerId;
+  const uint64_t held = pending_charged_ + (budget_ != nullptr ? tentative : 0);
+  if (budget_ != nullptr) {
+    if (now > held) budget_->ForceCharge(now - held);
+    if (now < held) budget_->Release(held - now);
+  }
+  pending_charged_ = now;
 }
 
 // The rules' entries of a dropped row go stale with its index record.
@@ -312,7 +338,8 @@ absl::Status SparseRows::Restore(const TableState& state) {
   admitted_ = life.rows_admitted;
   evicted_ = life.rows_evicted;
   charged_ = n * cost_.total();
-  if (budget_ != nullptr) budget_->ForceCharge(charged_);
+  pending_charged_ = admission_->pending() * kPendingBytesPerId;
+  if (budget_ != nullptr) budget_->ForceCharge(charged_ + pending_charged_);
   return absl::OkStatus();
 }
 

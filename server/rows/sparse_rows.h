@@ -67,10 +67,11 @@ class SparseRows {
   // the ids the admission policy admits, and records the access for the
   // eviction rules. A push first raises the table clock to `clock`;
   // `push_key` tells pushes apart for probability admission (how many
-  // pushes the table executed before this one: the same on every replica). RESOURCE_EXHAUSTED when the memory cap (or
-  // the 2^32 - 1 rows a table may have per shard) leaves no room for the
-  // new rows; then, and on a store error, nothing changed (no row, no
-  // count).
+  // pushes the table executed before this one: the same on every replica).
+  // RESOURCE_EXHAUSTED when the memory cap (or the 2^32 - 1 rows a table
+  // may have per shard) leaves no room for the new rows, or for the counts
+  // of the pushed ids the admission policy counts without admitting them;
+  // then, and on a store error, nothing changed (no row, no count).
   absl::Status Resolve(absl::Span<const uint64_t> ids, bool push,
                        int64_t clock, absl::Time now, uint64_t push_key,
                        std::vector<uint64_t>* rows);
@@ -91,8 +92,10 @@ class SparseRows {
   uint64_t pending() const { return admission_->pending(); }
   int64_t clock() const { return clock_; }
   const RowCost& cost() const { return cost_; }
-  // Bytes charged for the live rows (live() x cost().total()).
-  uint64_t charged_bytes() const { return charged_; }
+  // Bytes charged against the memory cap: the live rows (live() x
+  // cost().total()) and the ids counted for admission without a row yet
+  // (pending() x kPendingBytesPerId).
+  uint64_t charged_bytes() const { return charged_ + pending_charged_; }
   // Heap bytes the index and the admission counts hold now.
   uint64_t IndexBytes() const {
     return index_.AllocatedBytes() + admission_->PendingBytes();
@@ -127,6 +130,9 @@ class SparseRows {
   absl::Status CreateRows(absl::Span<const uint64_t> ids,
                           const std::vector<size_t>& at, const RowTime& t,
                           std::vector<uint64_t>* rows);
+  // Sets the pending counts' charge to pending() x kPendingBytesPerId,
+  // given that `tentative` bytes were charged for this push's counts.
+  void SettlePendingCharge(uint64_t tentative);
   void Drop(uint32_t slot);
   absl::Status RestoreEviction(const TableState& state, absl::Time now);
 
@@ -146,7 +152,8 @@ class SparseRows {
   int64_t clock_ = 0;
   uint64_t admitted_ = 0;
   uint64_t evicted_ = 0;
-  uint64_t charged_ = 0;
+  uint64_t charged_ = 0;          // for the live rows
+  uint64_t pending_charged_ = 0;  // for the pending counts (pending() x 39)
 };
 
 }  // namespace ps

@@ -122,10 +122,12 @@ TEST(SparseRowsTest, MemoryCapRefusesAllOrNothing) {
   TableConfig t = Table();
   t.admission.min_count = 2;
   const uint64_t per_row = SparseRowCost(t)->total();
-  MemoryBudget budget(3 * per_row);
+  // Room for 3 rows and the 4 ids' counts before any is admitted.
+  MemoryBudget budget(3 * per_row + 4 * kPendingBytesPerId);
   Fixture f(t, &budget);
   std::vector<uint64_t> out;
   ASSERT_TRUE(f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, 0, &out).ok());
+  EXPECT_EQ(budget.used(), 4 * kPendingBytesPerId);
   // The second push of 4 ids would create 4 rows: refused, nothing counted.
   absl::Status s = f.rows->Resolve({1, 2, 3, 4}, true, 0, kT0, 0, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
@@ -137,9 +139,48 @@ TEST(SparseRowsTest, MemoryCapRefusesAllOrNothing) {
             (std::vector<std::pair<uint64_t, uint32_t>>{
                 {1, 1}, {2, 1}, {3, 1}, {4, 1}}));
   ASSERT_TRUE(f.rows->Resolve({1, 2, 3}, true, 0, kT0, 0, &out).ok());
-  EXPECT_EQ(budget.used(), 3 * per_row);
+  // Admitted ids' counts are gone; id 4's is still charged.
+  EXPECT_EQ(budget.used(), 3 * per_row + kPendingBytesPerId);
+  EXPECT_EQ(f.rows->charged_bytes(), budget.used());
   f.rows.reset();
   EXPECT_EQ(budget.used(), 0u);
+}
+
+// Counted ids hold memory before they have a row (one hash-map entry each):
+// they are charged at kPendingBytesPerId, so a flood of ids seen once cannot
+// grow the server past its cap.
+TEST(SparseRowsTest, MemoryCapBoundsTheCountsOfIdsNotYetAdmitted) {
+  TableConfig t = Table();
+  t.admission.min_count = 3;
+  MemoryBudget budget(10 * kPendingBytesPerId);
+  Fixture f(t, &budget);
+  std::vector<uint64_t> out;
+  std::vector<uint64_t> ids(10);
+  for (uint64_t i = 0; i < 10; ++i) ids[i] = i;
+  ASSERT_TRUE(f.rows->Resolve(ids, true, 0, kT0, 0, &out).ok());
+  EXPECT_EQ(f.rows->pending(), 10u);
+  EXPECT_EQ(budget.used(), 10 * kPendingBytesPerId);
+  // One more id to count: refused, nothing counted; the server serves on.
+  absl::Status s = f.rows->Resolve({100}, true, 0, kT0, 1, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("1 ids counted for admission"), std::string::npos)
+      << s;
+  EXPECT_EQ(f.rows->pending(), 10u);
+  // Ids already counted count on within the cap's room for one push's worth
+  // (each push may add as many counts as it has ids, so it needs that room).
+  MemoryBudget roomy(12 * kPendingBytesPerId);
+  Fixture g(t, &roomy);
+  ASSERT_TRUE(g.rows->Resolve(ids, true, 0, kT0, 0, &out).ok());
+  ASSERT_TRUE(g.rows->Resolve({0, 1}, true, 0, kT0, 1, &out).ok());
+  EXPECT_EQ(g.rows->pending(), 10u);
+  EXPECT_EQ(roomy.used(), 10 * kPendingBytesPerId);
+  // A restored table charges its counts too.
+  TableState state;
+  ASSERT_TRUE(g.rows->Snapshot(&state).ok());
+  MemoryBudget restored_budget(0);
+  Fixture h(t, &restored_budget);
+  ASSERT_TRUE(h.rows->Restore(state).ok());
+  EXPECT_EQ(restored_budget.used(), 10 * kPendingBytesPerId);
 }
 
 TEST(SparseRowsTest, SnapshotRestoreKeepsCountersClocksAndOrder) {
