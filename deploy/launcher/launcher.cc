@@ -382,6 +382,17 @@ absl::Status LaunchRun::CheckStall() {
   const StallDetector::Verdict verdict = stall_.Check(SecondsSince(start_));
   if (!verdict.report && !verdict.fail) return absl::OkStatus();
   std::vector<std::string> names;
+  // A server the kernel reports stopped (SIGSTOP, a debugger, a frozen
+  // cgroup) holds every worker up: named first, as the cause.
+  for (const std::unique_ptr<Member>& m : processes_.members()) {
+    if (!m->is_worker && m->running() &&
+        OsProcessState(m->process->pid()) == "stopped") {
+      names.push_back(absl::StrFormat(
+          "%s (pid %d) is stopped (SIGSTOP or a debugger; SIGCONT resumes it) "
+          "and holds the workers up",
+          m->name, m->process->pid()));
+    }
+  }
   for (const StallDetector::Stalled& s : verdict.stalled) {
     const Member* m = processes_.Find(true, s.worker);
     names.push_back(absl::StrFormat("%s (pid %d) printed no progress line "

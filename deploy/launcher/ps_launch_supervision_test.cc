@@ -224,11 +224,20 @@ TEST(PsLaunchSupervisionTest, StoppedServerShowsInTheStallReport) {
                                     "failed: .*")),
             1)
       << launch.Joined();
+  // The stopped server is named first, as the cause, then the workers.
   EXPECT_TRUE(std::regex_match(
       lines.back(),
-      std::regex("ps_launch: FAILED: ABORTED: stalled: worker 0 \\(pid "
-                 "[0-9]+\\) printed no progress line for [0-9]+ s; worker 1 "
-                 "\\(pid [0-9]+\\) printed no progress line for [0-9]+ s .*")))
+      std::regex(absl::StrCat(
+          "ps_launch: FAILED: ABORTED: stalled: server 1 \\(pid ", server,
+          "\\) is stopped \\(SIGSTOP or a debugger; SIGCONT resumes it\\) "
+          "and holds the workers up; worker 0 \\(pid "
+          "[0-9]+\\) printed no progress line for [0-9]+ s; worker 1 "
+          "\\(pid [0-9]+\\) printed no progress line for [0-9]+ s .*"))))
+      << launch.Joined();
+  EXPECT_GE(CountMatching(lines, std::regex(absl::StrCat(
+                             "\\[launch\\] stall: server 1 \\(pid ", server,
+                             "\\) is stopped .*; cluster status:"))),
+            1)
       << launch.Joined();
 }
 

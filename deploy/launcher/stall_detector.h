@@ -1,7 +1,9 @@
 // Notices workers that make no progress: a worker's progress is its
 // protocol lines (protocol_line.h; a trainer prints PROGRESS at least every
 // few seconds, see WORKER_CONTRACT.md). A worker that printed none for
-// report_after_s since its last one (or since it started) is stalled.
+// report_after_s since its last one (or since it started) is stalled. (The
+// launcher names a stopped server as the cause when it reports: servers
+// print no protocol lines, so their progress is not watched here.)
 //
 // Time is passed in (seconds on any monotonic clock) so tests need no
 // sleeping.
