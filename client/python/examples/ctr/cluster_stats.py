@@ -17,7 +17,8 @@ listening on the shard's port. That works when the servers run on this host
 as absent. RSS counts what the formula leaves out (array growth ahead of
 use, allocator slack, checkpoint copies, gRPC buffers).
 
-Rows: ``num_rows``, ``rows_admitted`` and ``rows_evicted`` per shard
+Rows: ``num_rows``, ``rows_admitted``, ``rows_evicted`` and
+``ids_pending`` (ids counted by the admission filter, no row yet) per shard
 (ROW_COUNTERS).
 """
 
@@ -28,7 +29,7 @@ __all__ = ["ROW_COUNTERS", "table_rows", "table_memory", "heap_memory",
 
 # Row counters of a sparse table's stats, as the servers report them
 # (ShardStats.Table attributes); absent ones are skipped.
-ROW_COUNTERS = ("num_rows", "rows_admitted", "rows_evicted")
+ROW_COUNTERS = ("num_rows", "rows_admitted", "rows_evicted", "ids_pending")
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0")
 

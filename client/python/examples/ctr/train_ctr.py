@@ -49,10 +49,12 @@ def mib_list(values):
     return ",".join(f"{v / 2 ** 20:.1f}" for v in values)
 
 
-def heap_fields(before, after, rows):
+def heap_fields(before, after, rows, charged):
     """FINAL fields about the servers' malloc heaps (GetStats): in use and
-    freed-but-kept per shard, and the growth of the heap in use over
-    training per row (to set against the formula)."""
+    freed-but-kept per shard, the growth of the heap in use over training
+    per row, and that growth over the growth of the table memory the
+    formula charges (rows and pending counts): <= 1 when the rows take what
+    the formula says."""
     if after is None:
         return {}
     fields = {"shard_heap_mib": mib_list(after["allocated"]),
@@ -60,6 +62,8 @@ def heap_fields(before, after, rows):
     if before is not None and sum(rows) > 0:
         growth = sum(after["allocated"]) - sum(before["allocated"])
         fields["heap_growth_bytes_per_row"] = f"{growth / sum(rows):.1f}"
+        if charged > 0:
+            fields["heap_growth_vs_formula"] = f"{growth / charged:.3f}"
     return fields
 
 
@@ -96,11 +100,12 @@ def cluster_fields(client, sparse_table, before):
         fields[f"shard_{name}"] = ",".join(map(str, values))
     rows = counters.get("num_rows", [])
     memory_after = cluster_stats.shard_memory([s.address for s in stats])
-    fields.update(memory_fields(before["proc"], memory_after, rows,
-                                cluster_stats.table_memory(stats,
-                                                           sparse_table)))
+    table = cluster_stats.table_memory(stats, sparse_table)
+    fields.update(memory_fields(before["proc"], memory_after, rows, table))
+    charged = (sum(table["memory_bytes"]) -
+               sum(before["table"]["memory_bytes"]))
     fields.update(heap_fields(before["heap"],
-                              cluster_stats.heap_memory(stats), rows))
+                              cluster_stats.heap_memory(stats), rows, charged))
     return fields
 
 
@@ -155,7 +160,8 @@ def main(argv=None):
         stats = client.stats()
         before = {"proc": cluster_stats.shard_memory(
                       [s.address for s in stats]),
-                  "heap": cluster_stats.heap_memory(stats)}
+                  "heap": cluster_stats.heap_memory(stats),
+                  "table": cluster_stats.table_memory(stats, sparse.name)}
     log, curve = ProgressLog(worker.worker_index), []
     params = ps_client.nn.DenseParameters(client, model, args.dense_table)
     loop = job.TrainingLoop(model, ps_client.nn.Embedding(client, sparse),

@@ -81,50 +81,66 @@ def test_result_line_carries_the_auc(job):
         assert done["steps"] == "39" and done["samples"] == str(39 * 512)
 
 
-def test_rows_are_every_id_pulled(job):
-    """Rows are created on first pull: every training id (pulled to train)
-    and every held-out id (pulled by the final evaluation), nothing else."""
+def pushes_per_id(data):
+    """{id: number of pushes that carried it}: each worker pushes the unique
+    ids of each of its 39 batches of 512 (its contiguous 20000 examples)."""
+    train = ctr_data.load_split(data, "train")
+    counts = {}
+    for worker in (0, 1):
+        for step in range(39):
+            lo = worker * 20000 + step * 512
+            for i in np.unique(train.ids[lo:lo + 512]):
+                counts[int(i)] = counts.get(int(i), 0) + 1
+    return counts
+
+
+def test_rows_are_the_ids_pushed_twice(job):
+    """The config's count filter (min_count: 2): an id gets a row at its
+    second push; ids pushed once only hold a count; pulls (prefetch,
+    evaluation) create nothing; nothing is evicted."""
     out, data, _ = job
     final = worker_line(out, 0, "FINAL")
-    train = ctr_data.load_split(data, "train")
-    test = ctr_data.load_split(data, "test")
-    trained = 39 * 512  # of each worker's 20000 examples
-    used = np.unique(np.concatenate([
-        train.ids[:trained], train.ids[20000:20000 + trained],
-        test.ids]).ravel())
-    assert int(final["rows"]) == len(used)
-    # No admission or eviction configured: every row admitted, none dropped.
-    assert int(final["rows_admitted"]) == len(used)
+    counts = pushes_per_id(data)
+    twice = sum(1 for n in counts.values() if n >= 2)
+    once = sum(1 for n in counts.values() if n == 1)
+    assert 0 < twice < len(counts)
+    assert int(final["rows"]) == twice
+    assert int(final["rows_admitted"]) == twice
     assert final["rows_evicted"] == "0"
+    assert int(final["ids_pending"]) == once
     shards = [int(x) for x in final["shard_rows"].split(",")]
-    assert len(shards) == 2 and sum(shards) == len(used)
-    assert min(shards) > 0.4 * len(used)  # hashed over both shards
+    assert len(shards) == 2 and sum(shards) == twice
+    assert min(shards) > 0.4 * twice  # hashed over both shards
 
 
 def test_memory_per_shard_from_proc(job):
     out, _, _ = job
     final = worker_line(out, 0, "FINAL")
     # The formula (README "Embedding tables"): 9 float32 values + 9 of
-    # Adagrad state + 24 of index, async (no accumulator), no lifecycle.
+    # Adagrad state + 24 of index, async (no accumulator), no lifecycle
+    # rule; plus 39 B per id counted and not admitted.
     assert final["formula_bytes_per_row"] == "96"
     rows = [int(x) for x in final["shard_rows"].split(",")]
+    pending = [int(x) for x in final["shard_ids_pending"].split(",")]
     assert final["shard_table_mib"] == ",".join(
-        f"{r * 96 / 2 ** 20:.1f}" for r in rows)
+        f"{(r * 96 + p * 39) / 2 ** 20:.1f}" for r, p in zip(rows, pending))
     assert final["memory_source"] == "proc"
     rss = [float(x) for x in final["shard_rss_mib"].split(",")]
     peak = [float(x) for x in final["shard_peak_rss_mib"].split(",")]
     assert len(rss) == 2 and all(0 < r <= p for r, p in zip(rss, peak))
     assert "rss_growth_bytes_per_row" in final
-    # The heap in use (GetStats, glibc's count) grows by the formula's 96 B
-    # per row, give or take the store's growth ahead of use and the index's
-    # load (94.7 B per row measured over the README job's 2.6 M rows), plus
-    # a few MiB that do not depend on the rows (the dense table and its Adam
-    # state, connections; 2.4-3 MiB measured here, with 62 k rows).
+    # The heap in use (GetStats, glibc's count) grows by the table memory
+    # the formula charges (rows and pending counts), give or take the
+    # store's growth ahead of use and the hash tables' load, plus a few MiB
+    # that do not depend on the rows (the dense table and its Adam state,
+    # connections; 2.4-3 MiB measured with 62 k rows and no count filter).
     heap = [float(x) for x in final["shard_heap_mib"].split(",")]
     assert len(heap) == 2 and all(h > 0 for h in heap)
-    rows = int(final["rows"])
-    growth = float(final["heap_growth_bytes_per_row"]) * rows
-    assert 80 * rows <= growth <= 96 * 1.3 * rows + 6 * 2 ** 20, final
+    charged = sum(r * 96 + p * 39 for r, p in zip(rows, pending))
+    growth = float(final["heap_growth_bytes_per_row"]) * sum(rows)
+    assert 0.5 * charged <= growth <= 1.3 * charged + 6 * 2 ** 20, final
+    assert float(final["heap_growth_vs_formula"]) == pytest.approx(
+        growth / charged, rel=1e-2)
 
 
 def test_curve_and_plot_written(job):
