@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,6 +98,51 @@ TEST(ClusterCheckpointTest, TruncatedNewestPartMakesAllShardsFallBack) {
   // Shard 0's newer part pairs with nothing: set aside; shard 1's damaged
   // one likewise.
   EXPECT_TRUE(std::filesystem::exists(PartPath(dir, 0, newer) + ".unmatched"));
+  EXPECT_TRUE(std::filesystem::exists(damaged + ".corrupt"));
+}
+
+// A part of the right size with one bit flipped in its data (a bad disk
+// block, not a short write): its checksum fails, and the cluster falls back
+// as for a truncated part.
+TEST(ClusterCheckpointTest, BitFlippedNewestPartMakesAllShardsFallBack) {
+  const std::string dir = FreshTestDir("bitflip");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(dir, 0));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  AddToAll(c, kSize, 1);
+  const uint64_t older = CoordinatedCheckpoint(c);
+  AddToAll(c, kSize, 1);
+  const uint64_t newer = CoordinatedCheckpoint(c);
+  AddToAll(c, kSize, 1);
+  ASSERT_GT(newer, older);
+  KillAll(c, SIGKILL);  // no final checkpoint
+
+  const std::string damaged = PartPath(dir, 0, newer);
+  const uintmax_t size = std::filesystem::file_size(damaged);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good()) << damaged;
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char byte = 0;
+    f.read(&byte, 1);
+    byte ^= 0x10;
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.write(&byte, 1);
+  }
+  ASSERT_EQ(std::filesystem::file_size(damaged), size);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.RestartServer(i).ok()) << c.ServerLog(i);
+  }
+  EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(c.ServerLog(i),
+                HasSubstr(absl::StrCat("restored cluster checkpoint ", older,
+                                       " (complete on all 2")));
+  }
+  // Shard 0 (restarted first) finds its own part damaged and sets it aside.
+  EXPECT_THAT(c.ServerLog(0),
+              HasSubstr("checkpoint " + damaged + ": checksum mismatch"));
   EXPECT_TRUE(std::filesystem::exists(damaged + ".corrupt"));
 }
 
