@@ -153,6 +153,15 @@ tables:
   EXPECT_EQ(value("ps_table_bytes_sent_total{table=\"emb\"}"), 80);
   EXPECT_EQ(value("ps_table_updates_applied_total{table=\"emb\"}"), 1);
   EXPECT_EQ(value("ps_table_rows{table=\"emb\"}"), 5);
+  // The row lifecycle: no admission or eviction rule, so every row was
+  // admitted at first use, none evicted, no id waits; the memory is the
+  // formula's (dim 4, sgd: 16 B of values + 24 of index per row).
+  EXPECT_EQ(value("ps_table_rows_admitted_total{table=\"emb\"}"), 5);
+  EXPECT_EQ(value("ps_table_rows_evicted_total{table=\"emb\"}"), 0);
+  EXPECT_EQ(value("ps_table_ids_pending{table=\"emb\"}"), 0);
+  EXPECT_EQ(value("ps_table_memory_bytes{table=\"emb\"}"), 5 * 40);
+  EXPECT_GT(value("ps_process_heap_allocated_bytes"), 0);
+  EXPECT_GE(value("ps_process_heap_free_bytes"), 0);
   EXPECT_EQ(value("ps_table_sync_step{table=\"s\"}"), 1);
   EXPECT_EQ(value("ps_table_updates_applied_total{table=\"s\"}"), 1);
   EXPECT_EQ(m.count("ps_table_sync_step{table=\"w\"}"), 0u);  // async

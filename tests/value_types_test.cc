@@ -163,9 +163,16 @@ TEST_P(ValueTypesTest, SparseRowsWithDuplicateKeys) {
   for (int j = 0; j < kDim; ++j) ASSERT_EQ(before[j], before[2 * kDim + j]);
   std::vector<float> g(keys.size() * kDim);
   for (size_t i = 0; i < g.size(); ++i) g[i] = 0.125f * (i % 5);
+  // On the wire: the 4 distinct keys (8 bytes each) and their rows in the
+  // table's value type, half of float32's bytes, each way.
+  const uint64_t row_bytes = kDim * InfoOf(type).bytes;
+  const uint64_t in_before = Bytes("emb", /*in=*/true);
   ASSERT_TRUE(client_->PushSparse(1, keys, g).Wait().ok());
+  EXPECT_EQ(Bytes("emb", true) - in_before, 4 * (8 + row_bytes));
   std::vector<float> after(keys.size() * kDim);
+  const uint64_t out_before = Bytes("emb", /*in=*/false);
   ASSERT_TRUE(client_->PullSparse(1, keys, absl::MakeSpan(after)).Wait().ok());
+  EXPECT_EQ(Bytes("emb", false) - out_before, 4 * row_bytes);
   for (size_t k = 0; k < keys.size(); ++k) {
     for (int j = 0; j < kDim; ++j) {
       // Key 5's gradient is the sum of its two rows (summed in float32 by
