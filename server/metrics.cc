@@ -247,8 +247,22 @@ std::vector<MetricFamily> RowAndMemoryFamilies(
       "Table memory this server holds, as charged against its cap",
       MetricType::Gauge);
   used.metric.push_back(Gauge(static_cast<double>(stats.memory_used_bytes())));
+  // The stats' heap figures (Shard::GetStats reads them once per scrape).
+  MetricFamily heap_allocated =
+      Family("ps_process_heap_allocated_bytes",
+             "Heap bytes allocated and in use by the server process (malloc)",
+             MetricType::Gauge);
+  heap_allocated.metric.push_back(
+      Gauge(static_cast<double>(stats.heap_allocated_bytes())));
+  MetricFamily heap_free = Family(
+      "ps_process_heap_free_bytes",
+      "Heap bytes freed but kept by the server process's allocator (in RSS)",
+      MetricType::Gauge);
+  heap_free.metric.push_back(
+      Gauge(static_cast<double>(stats.heap_free_bytes())));
   std::vector<MetricFamily> families;
-  for (MetricFamily* f : {&admitted, &evicted, &pending, &memory, &cap, &used}) {
+  for (MetricFamily* f : {&admitted, &evicted, &pending, &memory, &cap, &used,
+                          &heap_allocated, &heap_free}) {
     families.push_back(std::move(*f));
   }
   return families;
@@ -405,20 +419,6 @@ std::vector<MetricFamily> ServerMetrics::CollectScrapeTime() const {
              "Resident set size of the server process", MetricType::Gauge);
   memory.metric.push_back(Gauge(static_cast<double>(ResidentMemoryBytes())));
   families.push_back(std::move(memory));
-  const HeapUsage heap = ReadHeapUsage();
-  MetricFamily heap_allocated =
-      Family("ps_process_heap_allocated_bytes",
-             "Heap bytes allocated and in use by the server process (malloc)",
-             MetricType::Gauge);
-  heap_allocated.metric.push_back(
-      Gauge(static_cast<double>(heap.allocated_bytes)));
-  families.push_back(std::move(heap_allocated));
-  MetricFamily heap_free = Family(
-      "ps_process_heap_free_bytes",
-      "Heap bytes freed but kept by the server process's allocator (in RSS)",
-      MetricType::Gauge);
-  heap_free.metric.push_back(Gauge(static_cast<double>(heap.free_bytes)));
-  families.push_back(std::move(heap_free));
 
   // Families without samples are left out (e.g. no sync tables).
   families.erase(std::remove_if(families.begin(), families.end(),

@@ -1,5 +1,7 @@
 #include "tests/checkpoint_cluster_util.h"
 
+#include <signal.h>
+
 #include <filesystem>
 #include <memory>
 
@@ -68,6 +70,17 @@ void KillAll(LocalCluster& cluster, int signal) {
   for (size_t i = 0; i < cluster.addresses().size(); ++i) {
     ASSERT_TRUE(cluster.KillServer(static_cast<int>(i), signal).ok());
   }
+}
+
+void CheckpointTwiceThenKill(LocalCluster& cluster, uint64_t size,
+                             uint64_t* older, uint64_t* newer) {
+  AddToAll(cluster, size, 1);
+  *older = CoordinatedCheckpoint(cluster);
+  AddToAll(cluster, size, 1);
+  *newer = CoordinatedCheckpoint(cluster);
+  AddToAll(cluster, size, 1);
+  ASSERT_GT(*newer, *older);
+  KillAll(cluster, SIGKILL);  // no final checkpoint
 }
 
 }  // namespace ps::testing

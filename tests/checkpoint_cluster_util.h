@@ -34,6 +34,13 @@ std::string CheckpointPartPath(const std::string& root, int shard,
 // Sends `signal` to every server.
 void KillAll(LocalCluster& cluster, int signal);
 
+// The fall-back tests' scene: adds 1 and takes coordinated checkpoint
+// *older, adds 1 and takes *newer, adds 1 more (in no checkpoint), then
+// SIGKILLs every server, so none writes a final checkpoint. Call it in
+// ASSERT_NO_FATAL_FAILURE: it fails the test when *newer <= *older.
+void CheckpointTwiceThenKill(LocalCluster& cluster, uint64_t size,
+                             uint64_t* older, uint64_t* newer);
+
 }  // namespace ps::testing
 
 #endif  // PS_TESTS_CHECKPOINT_CLUSTER_UTIL_H_

@@ -67,13 +67,8 @@ TEST(ClusterCheckpointTest, TruncatedNewestPartMakesAllShardsFallBack) {
       LocalCluster::Start(Spec(dir, 0));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, kSize, 1);
-  const uint64_t older = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  const uint64_t newer = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  ASSERT_GT(newer, older);
-  KillAll(c, SIGKILL);  // no final checkpoint
+  uint64_t older = 0, newer = 0;
+  ASSERT_NO_FATAL_FAILURE(CheckpointTwiceThenKill(c, kSize, &older, &newer));
 
   const std::string damaged = PartPath(dir, 1, newer);
   ASSERT_TRUE(std::filesystem::exists(damaged)) << damaged;
@@ -110,13 +105,8 @@ TEST(ClusterCheckpointTest, BitFlippedNewestPartMakesAllShardsFallBack) {
       LocalCluster::Start(Spec(dir, 0));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, kSize, 1);
-  const uint64_t older = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  const uint64_t newer = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  ASSERT_GT(newer, older);
-  KillAll(c, SIGKILL);  // no final checkpoint
+  uint64_t older = 0, newer = 0;
+  ASSERT_NO_FATAL_FAILURE(CheckpointTwiceThenKill(c, kSize, &older, &newer));
 
   const std::string damaged = PartPath(dir, 0, newer);
   const uintmax_t size = std::filesystem::file_size(damaged);

@@ -107,13 +107,8 @@ void ExpectFallBackTogether(
       LocalCluster::Start(Spec(root, 30));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
-  AddToAll(c, kSize, 1);
-  const uint64_t older = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  const uint64_t newer = CoordinatedCheckpoint(c);
-  AddToAll(c, kSize, 1);
-  ASSERT_GT(newer, older);
-  KillAll(c, SIGKILL);  // no final checkpoint
+  uint64_t older = 0, newer = 0;
+  ASSERT_NO_FATAL_FAILURE(CheckpointTwiceThenKill(c, kSize, &older, &newer));
   // Each server wrote only into its own directory.
   for (int i = 0; i < kShards; ++i) {
     EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, newer)));

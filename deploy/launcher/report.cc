@@ -46,8 +46,7 @@ void RunReport::Add(int worker, const ProtocolLine& line) {
       curve_.push_back(p);
     }
   } else if (line.kind == "FINAL") {
-    w.final_accuracy = line.Number("test_accuracy");
-    w.final_fields = line.fields;
+    w.final = line;
   } else if (line.kind == "DONE") {
     w.done = true;
     w.done_samples = line.Number("samples").value_or(0);
@@ -62,23 +61,27 @@ void RunReport::Restarted(int worker, double offset_s) {
   workers_[worker].done = false;
 }
 
-std::optional<double> RunReport::final_accuracy() const {
+const ProtocolLine* RunReport::ChosenFinal() const {
   for (const WorkerState& w : workers_) {
-    if (w.final_accuracy.has_value()) return w.final_accuracy;
+    if (w.final && w.final->Number("test_accuracy")) return &*w.final;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+std::optional<double> RunReport::final_accuracy() const {
+  const ProtocolLine* final = ChosenFinal();
+  if (final == nullptr) return std::nullopt;
+  return final->Number("test_accuracy");
 }
 
 std::map<std::string, std::string> RunReport::final_extra_fields() const {
-  for (const WorkerState& w : workers_) {
-    if (!w.final_accuracy.has_value()) continue;
-    std::map<std::string, std::string> extra = w.final_fields;
-    for (const char* known : {"worker", "steps", "test_accuracy", "time_s"}) {
-      extra.erase(known);
-    }
-    return extra;
+  const ProtocolLine* final = ChosenFinal();
+  if (final == nullptr) return {};
+  std::map<std::string, std::string> extra = final->fields;
+  for (const char* known : {"worker", "steps", "test_accuracy", "time_s"}) {
+    extra.erase(known);
   }
-  return {};
+  return extra;
 }
 
 bool RunReport::all_done() const {

@@ -81,10 +81,13 @@ class RunReport {
     double done_samples = 0;
     double done_wall_s = 0;
     double time_offset_s = 0;  // see Restarted()
-    std::optional<double> final_accuracy;
-    std::map<std::string, std::string> final_fields;  // its FINAL line's
+    std::optional<ProtocolLine> final;  // its FINAL line
     std::vector<CurvePoint> loss;  // its PROGRESS lines
   };
+  // The FINAL line reported: worker 0's, else the lowest index's, among
+  // those with a test_accuracy; nullptr when none.
+  const ProtocolLine* ChosenFinal() const;
+
   std::vector<WorkerState> workers_;
   int epochs_ = 0;
   std::string model_;

@@ -71,33 +71,34 @@ absl::Status SparseRows::Resolve(absl::Span<const uint64_t> ids, bool push,
       counted.push_back(i);
     }
   }
+  // A refused request changes nothing: the clock goes back, no rows.
+  auto refuse = [&](absl::Status s) {
+    clock_ = old_clock;
+    rows->clear();
+    return s;
+  };
   // Counted ids may each become a pending count: charged (at most that
   // many) before anything changes, settled to the real count after.
-  const uint64_t counting = counted.size() * kPendingBytesPerId;
-  if (counting > 0 && budget_ != nullptr) {
+  const uint64_t tentative =
+      budget_ != nullptr ? counted.size() * kPendingBytesPerId : 0;
+  if (tentative > 0) {
     absl::Status s = budget_->TryCharge(
-        counting, absl::StrCat("table '", config_.name, "': ", counted.size(),
-                               " ids counted for admission at ",
-                               kPendingBytesPerId, " bytes each"));
-    if (!s.ok()) {
-      clock_ = old_clock;
-      rows->clear();
-      return s;
-    }
+        tentative, absl::StrCat("table '", config_.name, "': ", counted.size(),
+                                " ids counted for admission at ",
+                                kPendingBytesPerId, " bytes each"));
+    if (!s.ok()) return refuse(s);
   }
   if (!create.empty()) {
     absl::Status s = CreateRows(ids, create, t, rows);
     if (!s.ok()) {
-      if (counting > 0 && budget_ != nullptr) budget_->Release(counting);
-      clock_ = old_clock;
-      rows->clear();
-      return s;
+      if (tentative > 0) budget_->Release(tentative);
+      return refuse(s);
     }
   }
   if (push) {
     for (size_t i : create) admission_->Record(ids[i], /*admitted=*/true);
     for (size_t i : counted) admission_->Record(ids[i], /*admitted=*/false);
-    SettlePendingCharge(counting);
+    SettlePendingCharge(tentative);
   }
   if (eviction_.empty()) return absl::OkStatus();
   // Accesses of the rows that existed (created rows counted at creation).
@@ -212,8 +213,8 @@ uint64_t SparseRows::Sweep(absl::Time now) {
 
 void SparseRows::SettlePendingCharge(uint64_t tentative) {
   const uint64_t now = admission_->pending() * kPendingBytesPerId;
-  const uint64_t held = pending_charged_ + (budget_ != nullptr ? tentative : 0);
   if (budget_ != nullptr) {
+    const uint64_t held = pending_charged_ + tentative;
     if (now > held) budget_->ForceCharge(now - held);
     if (now < held) budget_->Release(held - now);
   }

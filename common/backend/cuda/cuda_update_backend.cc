@@ -573,7 +573,7 @@ class CudaParamStoreImpl final : public CudaParamStore {
   // consumes it. The stages alternate, also from one call to the next, so
   // the host copy of a chunk overlaps the device work of the one before.
   // Returns once every chunk is copied (the source may be reused); the
-  // device work may still run (WaitForStream, Activate).
+  // device work may still run (StreamInAndWait, Activate).
   template <class Fill, class F>
   absl::Status StreamIn(uint64_t n, Fill fill, F enqueue) {
     if (n == 0) return absl::OkStatus();

@@ -46,6 +46,7 @@ from model import WideAndDeep
 
 
 def mib_list(values):
+    """Byte counts as "12.3,45.6" MiB, one per shard."""
     return ",".join(f"{v / 2 ** 20:.1f}" for v in values)
 
 
@@ -78,10 +79,8 @@ def memory_fields(before, after, rows, table):
         fields["memory_source"] = "unknown"
         return fields
     fields |= {"memory_source": "proc",
-               "shard_rss_mib": ",".join(f"{m['rss'] / 2 ** 20:.1f}"
-                                         for m in after),
-               "shard_peak_rss_mib": ",".join(f"{m['hwm'] / 2 ** 20:.1f}"
-                                              for m in after)}
+               "shard_rss_mib": mib_list(m["rss"] for m in after),
+               "shard_peak_rss_mib": mib_list(m["hwm"] for m in after)}
     if all(m is not None for m in before) and sum(rows) > 0:
         growth = sum(a["rss"] - b["rss"] for a, b in zip(after, before))
         fields["rss_growth_bytes_per_row"] = f"{growth / sum(rows):.1f}"
