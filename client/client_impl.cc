@@ -933,32 +933,51 @@ absl::StatusOr<std::vector<ShardStats>> ClientImpl::GetStats() {
 
 absl::StatusOr<std::vector<std::string>> ClientImpl::Checkpoint() {
   // One cluster checkpoint id for every shard (server/checkpoint_set.h):
-  // now, in ms. A shard refuses an id not newer than its newest one
+  // now, in ms, cut at one sync step on every shard in two rounds
+  // (server/step_holds.h): each shard holds its sync tables and answers
+  // their steps; every shard then copies each table at the largest of
+  // them. A shard refuses an id not newer than its newest one
   // (FAILED_PRECONDITION), which happens when a periodic checkpoint (id: a
   // multiple of the interval) fell between taking the id and the request's
-  // arrival there; a newer id then succeeds everywhere. Other
-  // FAILED_PRECONDITIONs (no checkpoint_dir) just repeat.
+  // arrival there, and a table found past its cut step is refused the same
+  // way; a newer id then succeeds everywhere. Other FAILED_PRECONDITIONs
+  // (no checkpoint_dir) just repeat.
   constexpr int kAttempts = 3;
+  auto call = [](proto::ParameterServer::Stub* stub,
+                 grpc::ClientContext* context,
+                 const proto::CheckpointRequest& request,
+                 grpc::CompletionQueue* cq) {
+    return stub->PrepareAsyncCheckpoint(context, request, cq);
+  };
   std::vector<proto::CheckpointResponse> responses;
   absl::Status status;
   uint64_t id = 0;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     id = std::max(id + 1,
                   static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
-    proto::CheckpointRequest request;
-    request.set_checkpoint_id(id);
-    std::vector<proto::CheckpointRequest> requests(connections_.size(),
-                                                   request);
     // Not wait_for_ready: a server that is down fails at once rather than
     // holding the whole checkpoint until the deadline.
+    proto::CheckpointRequest prepare;
+    prepare.set_checkpoint_id(id);
+    prepare.set_prepare_cut(true);
     status = FirstError(CallAll(
         "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false,
-        requests, &responses,
-        [](proto::ParameterServer::Stub* stub, grpc::ClientContext* context,
-           const proto::CheckpointRequest& request,
-           grpc::CompletionQueue* cq) {
-          return stub->PrepareAsyncCheckpoint(context, request, cq);
-        }));
+        std::vector<proto::CheckpointRequest>(connections_.size(), prepare),
+        &responses, call));
+    if (!status.ok()) break;  // the holds lapse by themselves
+    proto::CheckpointRequest commit;
+    commit.set_checkpoint_id(id);
+    auto& at_steps = *commit.mutable_at_steps();
+    for (const proto::CheckpointResponse& r : responses) {
+      for (const auto& [table_id, step] : r.held_steps()) {
+        auto [it, inserted] = at_steps.insert({table_id, step});
+        if (!inserted) it->second = std::max(it->second, step);
+      }
+    }
+    status = FirstError(CallAll(
+        "Checkpoint", RpcTimeout(options_), /*wait_for_ready=*/false,
+        std::vector<proto::CheckpointRequest>(connections_.size(), commit),
+        &responses, call));
     if (status.code() != absl::StatusCode::kFailedPrecondition) break;
   }
   RETURN_IF_ERROR(status);

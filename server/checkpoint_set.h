@@ -62,11 +62,13 @@
 //     restore. Each verifies all its own files once at start (and trusts
 //     the files it writes later): a file damaged on disk while its server
 //     runs is reported valid until that server restarts.
-//   - The cut is an id every shard wrote, not a distributed snapshot: each
-//     shard takes its part at its own sync-step boundary when its request or
-//     timer arrives, so during training two shards' parts may be a step (or,
-//     async, a few pushes) apart. With the job stopped (SIGTERM at the end,
-//     or a checkpoint between steps) the parts are one state.
+//   - A coordinated checkpoint cuts every sync table at one step on every
+//     shard (two rounds, server/step_holds.h). Periodic and SIGTERM
+//     checkpoints are not coordinated: each shard takes its part at its own
+//     sync-step boundary when its timer fires, so during training two
+//     shards' parts may be a step apart. Async tables have no steps: their
+//     parts may be a few pushes apart. With the job stopped (SIGTERM at the
+//     end) the parts are one state.
 //   - A lone restarted shard restores the newest complete set while the
 //     others keep their live state: it loses its updates since that set.
 //

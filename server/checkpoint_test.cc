@@ -411,6 +411,72 @@ TEST_F(CheckpointTest, SyncSnapshotWaitsForTheStepBoundaryOrLeavesTheStepOut) {
   EXPECT_TRUE(found);
 }
 
+// A cluster cut (server/step_holds.h) on one shard: round 1 holds every
+// sync table at its step even when the workers' clocks are past it; round 2
+// lets each table advance to exactly its cut step, copies it there and
+// lifts the hold.
+TEST_F(CheckpointTest, CutHoldsSyncStepsAndCopiesThemAtTheCutStep) {
+  std::unique_ptr<Shard> a = NewShard();
+  int64_t clock = 0;
+  Train(a.get(), 1, &clock);
+  const StepsByTable held =
+      a->HoldStepsForCut(/*cut_id=*/5, absl::Now() + absl::Seconds(30));
+  StepsByTable at;
+  int sync_tables = 0;
+  for (const TableConfig& t : config_.tables) {
+    if (t.consistency != Consistency::kSync) continue;
+    ++sync_tables;
+    ASSERT_TRUE(held.contains(t.table_id)) << t.name;
+    EXPECT_EQ(held.at(t.table_id), 1) << t.name;
+    at[t.table_id] = 2;
+  }
+  EXPECT_EQ(held.size(), sync_tables);  // async / ssp tables are not held
+
+  // Both workers finish step 1 and clock past it: the hold keeps it open.
+  Train(a.get(), 1, &clock);
+  ShardTable* sync_table = a->FindTableForTesting(8);
+  EXPECT_EQ(sync_table->steps(), 1);
+
+  absl::StatusOr<ShardState> cut = a->Snapshot(absl::Seconds(30), 5, at);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  for (const TableState& t : cut->tables) {
+    if (t.config.consistency == Consistency::kSync) {
+      EXPECT_EQ(t.steps, 2) << t.config.name;
+    }
+  }
+  // The hold is gone: step 2 completes as soon as the clocks allow.
+  Execute(a.get(), Request(config_.tables[8], proto::PUSH, 1, clock, 1.0f));
+  ClockAll(a.get(), clock + 1);
+  EXPECT_EQ(sync_table->steps(), 3);
+
+  // A table past its cut step, and one that never gets there.
+  absl::StatusOr<ShardState> past = a->Snapshot(absl::Seconds(1), 6, {{8, 2}});
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kFailedPrecondition)
+      << past.status();
+  EXPECT_THAT(past.status().message(),
+              HasSubstr("is at sync step 3, not at the cut's step 2"));
+  absl::StatusOr<ShardState> never =
+      a->Snapshot(absl::Milliseconds(50), 7, {{8, 9}});
+  EXPECT_EQ(never.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << never.status();
+}
+
+TEST_F(CheckpointTest, ALapsedCutHoldLetsTheStepsGoOn) {
+  std::unique_ptr<Shard> a = NewShard();
+  int64_t clock = 0;
+  Train(a.get(), 1, &clock);
+  const absl::Time expiry = absl::Now() + absl::Seconds(30);
+  a->HoldStepsForCut(/*cut_id=*/5, expiry);
+  Train(a.get(), 1, &clock);
+  ShardTable* sync_table = a->FindTableForTesting(8);
+  EXPECT_EQ(sync_table->steps(), 1);
+  a->CheckLiveness(expiry);  // the monitor, once the hold has lapsed
+  for (int i = 0; i < 1000 && sync_table->steps() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));  // AdvanceSteps is scheduled
+  }
+  EXPECT_EQ(sync_table->steps(), 2);
+}
+
 class DamagedFileTest : public CheckpointTest {
  protected:
   void SetUp() override {
@@ -572,13 +638,13 @@ TEST_F(CheckpointTest, CheckpointerThreadAnswersRequests) {
   // Not running: refused at once.
   absl::Status refused;
   checkpointer.Request(
-      1, [&](absl::StatusOr<CheckpointInfo> info) { refused = info.status(); });
+      1, {}, [&](absl::StatusOr<CheckpointInfo> info) { refused = info.status(); });
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
 
   checkpointer.Start();
   absl::Notification done;
   absl::StatusOr<CheckpointInfo> result;
-  checkpointer.Request(7, [&](absl::StatusOr<CheckpointInfo> info) {
+  checkpointer.Request(7, {}, [&](absl::StatusOr<CheckpointInfo> info) {
     result = std::move(info);
     done.Notify();
   });

@@ -234,9 +234,16 @@ absl::StatusOr<uint64_t> Checkpointer::NewestId() {
 }
 
 absl::StatusOr<CheckpointInfo> Checkpointer::WriteNow(
-    uint64_t id, absl::Duration sync_step_wait) {
-  absl::MutexLock lock(&write_mu_);
-  return WriteLocked(id, sync_step_wait);
+    uint64_t id, absl::Duration sync_step_wait,
+    const StepsByTable& at_steps) {
+  absl::StatusOr<CheckpointInfo> info;
+  {
+    absl::MutexLock lock(&write_mu_);
+    info = WriteLocked(id, sync_step_wait, at_steps);
+  }
+  // Round 1 held the steps even where this write was refused early.
+  if (!at_steps.empty()) shard_->ReleaseCut(id);
+  return info;
 }
 
 absl::StatusOr<CheckpointInfo> Checkpointer::WriteFinal(
@@ -247,7 +254,8 @@ absl::StatusOr<CheckpointInfo> Checkpointer::WriteFinal(
 }
 
 absl::StatusOr<CheckpointInfo> Checkpointer::WriteLocked(
-    uint64_t id, absl::Duration sync_step_wait) {
+    uint64_t id, absl::Duration sync_step_wait,
+    const StepsByTable& at_steps) {
   if (id == 0) {
     return absl::InvalidArgumentError(
         "checkpoint id 0: a checkpoint needs the cluster checkpoint id its "
@@ -261,7 +269,8 @@ absl::StatusOr<CheckpointInfo> Checkpointer::WriteLocked(
         " (ids only grow; the coordinator must pick a newer one)"));
   }
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(ShardState state, shard_->Snapshot(sync_step_wait));
+  ASSIGN_OR_RETURN(ShardState state,
+                   shard_->Snapshot(sync_step_wait, id, at_steps));
   state.partition_fingerprint = fingerprint_;
   const absl::Duration copy_time = absl::Now() - start;
   ASSIGN_OR_RETURN(CheckpointInfo info,
@@ -386,11 +395,12 @@ void Checkpointer::Stop() {
 }
 
 void Checkpointer::Request(
-    uint64_t id, std::function<void(absl::StatusOr<CheckpointInfo>)> done) {
+    uint64_t id, StepsByTable at_steps,
+    std::function<void(absl::StatusOr<CheckpointInfo>)> done) {
   {
     absl::MutexLock lock(&mu_);
     if (running_ && !stopping_) {
-      requests_.push_back({id, std::move(done)});
+      requests_.push_back({id, std::move(at_steps), std::move(done)});
       return;
     }
   }
@@ -427,7 +437,7 @@ void Checkpointer::Loop() {
     }
     for (Pending& p : batch) {
       absl::StatusOr<CheckpointInfo> info =
-          WriteNow(p.id, options_.sync_step_wait);
+          WriteNow(p.id, options_.sync_step_wait, p.at_steps);
       if (!info.ok()) {
         spdlog::error("shard {}: checkpoint {} failed: {}",
                       shard_->shard_index(), p.id, info.status().ToString());

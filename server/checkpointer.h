@@ -128,15 +128,19 @@ class Checkpointer {
   // Queues this shard's part of cluster checkpoint `id`; `done` runs on the
   // checkpointer's thread once it is durable (or failed). UNAVAILABLE,
   // inline, when not running.
-  void Request(uint64_t id,
+  // With `at_steps`, round 2 of a cut (Shard::Snapshot, step_holds.h).
+  void Request(uint64_t id, StepsByTable at_steps,
                std::function<void(absl::StatusOr<CheckpointInfo>)> done);
 
   // Writes this shard's part of checkpoint `id` now on the calling thread
   // (serialized with the thread's), waiting at most `sync_step_wait` for
   // sync step boundaries. INVALID_ARGUMENT for id 0; FAILED_PRECONDITION
-  // when `id` is not newer than the shard's newest checkpoint.
+  // when `id` is not newer than the shard's newest checkpoint. With
+  // `at_steps`: round 2 of cut `id` (Shard::Snapshot); its hold is lifted
+  // whatever the outcome.
   absl::StatusOr<CheckpointInfo> WriteNow(uint64_t id,
-                                          absl::Duration sync_step_wait);
+                                          absl::Duration sync_step_wait,
+                                          const StepsByTable& at_steps = {});
 
   // The SIGTERM checkpoint: WriteNow(newest id + 1) (see
   // server/checkpoint_set.h for why every shard picks the same id).
@@ -149,8 +153,9 @@ class Checkpointer {
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The newest id on disk of this shard (listed on first use).
   absl::StatusOr<uint64_t> NewestId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::StatusOr<CheckpointInfo> WriteLocked(uint64_t id,
-                                             absl::Duration sync_step_wait)
+  absl::StatusOr<CheckpointInfo> WriteLocked(
+      uint64_t id, absl::Duration sync_step_wait,
+      const StepsByTable& at_steps = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<std::string> RestoreOwnNewest()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -203,6 +208,7 @@ class Checkpointer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   struct Pending {
     uint64_t id;
+    StepsByTable at_steps;
     std::function<void(absl::StatusOr<CheckpointInfo>)> done;
   };
   std::deque<Pending> requests_ ABSL_GUARDED_BY(mu_);

@@ -4,12 +4,21 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "proto/membership_error.h"
 #include "server/bearer_auth.h"
 #include "server/unary_call.h"
 
 namespace ps {
+namespace {
+
+// How long round 1 of a checkpoint cut holds the sync steps when round 2
+// does not come (its coordinator died): the job pauses at most this long.
+constexpr absl::Duration kCutHoldLease = absl::Seconds(10);
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -174,9 +183,26 @@ void ParameterServerService::HandleCheckpoint(
         "to every shard (server/checkpoint_set.h)")));
     return;
   }
+  if (request.prepare_cut() && !request.at_steps().empty()) {
+    done(ToGrpcStatus(absl::InvalidArgumentError(
+        "prepare_cut and at_steps are the two rounds of one cut "
+        "(server/step_holds.h): send them in two requests")));
+    return;
+  }
+  if (request.prepare_cut()) {
+    // Round 1 of a cut (server/step_holds.h): only holds steps. The hold
+    // lapses on its own if round 2 never comes.
+    const StepsByTable held = shard_->HoldStepsForCut(
+        request.checkpoint_id(), absl::Now() + kCutHoldLease);
+    response->set_checkpoint_id(request.checkpoint_id());
+    response->mutable_held_steps()->insert(held.begin(), held.end());
+    done(grpc::Status::OK);
+    return;
+  }
   // Runs on the checkpointer's thread; this one goes on serving.
   checkpointer_->Request(
       request.checkpoint_id(),
+      StepsByTable(request.at_steps().begin(), request.at_steps().end()),
       [response, done = std::move(done)](absl::StatusOr<CheckpointInfo> info) {
         if (info.ok()) {
           response->set_checkpoint_id(info->seq);

@@ -1,8 +1,10 @@
 #include "server/shard.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
@@ -120,6 +122,12 @@ void Shard::MonitorLoop() {
 void Shard::CheckLiveness(absl::Time now) {
   // Dedup windows of clients idle for dedup_idle_timeout are forgotten too.
   for (ShardTable* table : AllTables()) table->EvictIdleClients(now);
+  if (holds_.DropExpired(now)) {
+    spdlog::warn("shard {}: a checkpoint cut's step hold lapsed (its "
+                 "coordinator did not finish in time); sync steps go on",
+                 shard_index_);
+    ScheduleAdvanceSteps();
+  }
   const WorkerRegistry::Check check = registry_.EvictExpired(now);
   if (check.stalled > absl::ZeroDuration()) {
     spdlog::warn(
@@ -329,8 +337,14 @@ void Shard::Clock(const proto::ClockRequest& request,
 }
 
 void Shard::AdvanceSteps() {
-  const int64_t floor = registry_.FloorClock();
+  const int64_t live_floor = registry_.FloorClock();
+  const absl::Time now = absl::Now();
   for (ShardTable* table : AllTables()) {
+    // A checkpoint cut may hold the table at a step (step_holds.h).
+    const std::optional<int64_t> cap =
+        holds_.Cap(table->config().table_id, now);
+    const int64_t floor =
+        cap.has_value() ? std::min(live_floor, *cap) : live_floor;
     if (!table->policy().HasSteps() || table->steps() >= floor) continue;
     // Only the open step can hold pushes; its members are the workers
     // taking part in it (not one admitted past it).
@@ -417,19 +431,65 @@ void Shard::Barrier(const proto::BarrierRequest& request,
   }
 }
 
-absl::StatusOr<ShardState> Shard::Snapshot(absl::Duration sync_wait) {
+StepsByTable Shard::HoldStepsForCut(uint64_t cut_id, absl::Time expiry) {
+  StepsByTable held;
+  // A step being applied while the hold is placed may still complete:
+  // read again until the held steps are the tables' steps. (One that
+  // completes after the last read makes round 2 find the table past its
+  // step: FAILED_PRECONDITION, and the coordinator retries.)
+  for (bool settled = false; !settled;) {
+    for (ShardTable* table : AllTables()) {
+      if (table->policy().HasSteps()) {
+        held[table->config().table_id] = table->steps();
+      }
+    }
+    holds_.Hold(cut_id, held, expiry);
+    settled = true;
+    for (ShardTable* table : AllTables()) {
+      if (table->policy().HasSteps() &&
+          table->steps() != held[table->config().table_id]) {
+        settled = false;
+      }
+    }
+  }
+  return held;
+}
+
+void Shard::ReleaseCut(uint64_t cut_id) {
+  holds_.Release(cut_id);
+  AdvanceSteps();  // on this thread: nothing outlives the call
+}
+
+absl::StatusOr<ShardState> Shard::Snapshot(absl::Duration sync_wait,
+                                           uint64_t cut_id,
+                                           const StepsByTable& at_steps) {
+  if (!at_steps.empty()) {
+    // The hold outlives the wait below by a margin, so the tables cannot
+    // pass their steps while this copy waits for the slowest of them.
+    holds_.Hold(cut_id, at_steps, absl::Now() + sync_wait + absl::Seconds(5));
+    AdvanceSteps();
+  }
+  absl::Cleanup release = [this, cut_id, &at_steps] {
+    if (!at_steps.empty()) ReleaseCut(cut_id);
+  };
   ShardState state;
   state.shard_index = shard_index_;
   state.num_shards = num_shards_;
   for (ShardTable* table : AllTables()) {
-    absl::StatusOr<TableState> copy = table->Snapshot(sync_wait);
+    std::optional<int64_t> at_step;
+    if (auto it = at_steps.find(table->config().table_id);
+        it != at_steps.end()) {
+      at_step = it->second;
+    }
+    absl::StatusOr<TableState> copy = table->Snapshot(sync_wait, at_step);
     if (!copy.ok()) {
       return absl::Status(copy.status().code(),
                           absl::StrCat("copying table '",
                                        table->config().name, "': ",
                                        copy.status().message()));
     }
-    if (copy->dropped_open_step_pushes > 0) {
+    // A cut leaves the held open step out by design.
+    if (copy->dropped_open_step_pushes > 0 && !at_step.has_value()) {
       spdlog::warn(
           "shard {}: table '{}': sync step {} was still open; the copy "
           "leaves out its {} pushes",

@@ -44,6 +44,7 @@
 #include "server/metrics.h"
 #include "server/rows/memory_budget.h"
 #include "server/shard_table.h"
+#include "server/step_holds.h"
 #include "server/wait_list.h"
 #include "server/worker_registry.h"
 
@@ -191,8 +192,20 @@ class Shard {
 
   // Checkpoints (checkpointer.h): a copy of every table (each consistent on
   // its own, see ShardTable::Snapshot, with `sync_wait` for sync step
-  // boundaries) and of the worker clocks. Errors: the stores'.
-  absl::StatusOr<ShardState> Snapshot(absl::Duration sync_wait);
+  // boundaries) and of the worker clocks. With `at_steps` (round 2 of cut
+  // `cut_id`, step_holds.h) each listed table's hold is raised to its step,
+  // the table is copied there and the hold is released. Errors: the
+  // stores' and ShardTable::Snapshot's.
+  absl::StatusOr<ShardState> Snapshot(absl::Duration sync_wait,
+                                      uint64_t cut_id = 0,
+                                      const StepsByTable& at_steps = {});
+
+  // Round 1 of cut `cut_id` (step_holds.h): holds every sync table at its
+  // current step until `expiry` and returns those steps.
+  StepsByTable HoldStepsForCut(uint64_t cut_id, absl::Time expiry);
+
+  // Lifts cut `cut_id`'s hold (no-op without one); held steps go on.
+  void ReleaseCut(uint64_t cut_id);
 
   // Loads a copy into the shard. REQUIRES: before Start() and before any
   // request. Tables missing from the config (created at run time) are
@@ -264,6 +277,9 @@ class Shard {
       ABSL_GUARDED_BY(tables_mu_);
   absl::flat_hash_map<std::string, uint32_t> table_ids_
       ABSL_GUARDED_BY(tables_mu_);
+
+  // Checkpoint cuts: no sync step completes past a held step.
+  StepHolds holds_;
 
   absl::Mutex monitor_mu_;
   bool stopping_ ABSL_GUARDED_BY(monitor_mu_) = false;

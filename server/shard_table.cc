@@ -525,10 +525,29 @@ bool ShardTable::OpenStepEmpty() const {
   return !policy_->HasOpenStepPushes();
 }
 
-absl::StatusOr<TableState> ShardTable::Snapshot(absl::Duration sync_wait) {
+absl::StatusOr<TableState> ShardTable::Snapshot(
+    absl::Duration sync_wait, std::optional<int64_t> at_step) {
   TableState state;
   absl::MutexLock lock(&mu_);
-  if (policy_->HasOpenStepPushes() && sync_wait > absl::ZeroDuration()) {
+  if (at_step.has_value()) {
+    // steps_ changes under mu_ (ApplyStepsUpTo), so the condition is
+    // re-evaluated on every step.
+    auto reached = [this, step = *at_step] { return steps() >= step; };
+    mu_.AwaitWithTimeout(absl::Condition(&reached), sync_wait);
+    if (steps() != *at_step) {
+      const std::string what = absl::StrCat(
+          "table '", config_.name, "' is at sync step ", steps(),
+          ", not at the cut's step ", *at_step);
+      return steps() < *at_step
+                 ? absl::DeadlineExceededError(absl::StrCat(
+                       what, " after waiting ",
+                       absl::FormatDuration(sync_wait),
+                       " (are the workers still running?)"))
+                 : absl::FailedPreconditionError(absl::StrCat(
+                       what, " (its hold lapsed; take a new checkpoint)"));
+    }
+  } else if (policy_->HasOpenStepPushes() &&
+             sync_wait > absl::ZeroDuration()) {
     // Wait for a step boundary: the open step's gradients live in the
     // store's accumulator, which a copy cannot contain.
     mu_.AwaitWithTimeout(absl::Condition(this, &ShardTable::OpenStepEmpty),

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -172,8 +173,13 @@ class ShardTable : private TableUpdates {
   // applied and copies right after it; if it is not applied in time, the
   // copy leaves the open step out: its pushes are neither in the values nor
   // in the copy's dedup window (dropped_open_step_pushes counts them).
-  // Errors: the store's.
-  absl::StatusOr<TableState> Snapshot(absl::Duration sync_wait);
+  // With `at_step` (a cluster cut, step_holds.h) the copy is taken once
+  // steps() reaches at_step instead, the open step left out:
+  // DEADLINE_EXCEEDED when it does not within `sync_wait`,
+  // FAILED_PRECONDITION when the table is already past it. Errors: the
+  // store's.
+  absl::StatusOr<TableState> Snapshot(
+      absl::Duration sync_wait, std::optional<int64_t> at_step = std::nullopt);
 
   // Replaces the table's state with `state` (same table id, kind, size / dim
   // and optimizer slot count, else FAILED_PRECONDITION; state of a shard of

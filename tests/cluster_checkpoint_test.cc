@@ -2,6 +2,8 @@
 // ps_server processes sharing one checkpoint directory:
 // - one shard's newest part truncated: both shards restore the previous
 //   common id (exact values), and the newer parts are set aside;
+// - coordinated checkpoints taken while two workers run sync steps cut
+//   every shard at the same step (server/step_holds.h);
 // - one shard's only part deleted: every shard refuses to start, naming the
 //   shard and the id; --allow_inconsistent_restore serves (mixed, exactly);
 // - SIGTERM of the cluster writes one id on both shards, restored whole;
@@ -12,11 +14,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +30,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/checkpoint_file.h"
 #include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
@@ -164,6 +170,77 @@ TEST(ClusterCheckpointTest, MissingPartRefusesToServeUnlessOverridden) {
   }
   // Shard 0 restored its part, shard 1 has none: the mix the flag allows.
   EXPECT_THAT(PullAll(c, kSize), ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));
+}
+
+// While two workers run sync steps as fast as they can (each pushes
+// gradient 1 to every value: a step takes exactly 1 off each), every
+// coordinated checkpoint's parts hold the same number of steps on both
+// shards, and each part's values are exactly -steps: no part has a step
+// more than the other, nor half of one.
+TEST(ClusterCheckpointTest, CheckpointsDuringSyncTrainingCutEveryShardAtOneStep) {
+  const std::string dir = FreshTestDir("sync_cut");
+  ClusterSpec spec;
+  spec.num_servers = 2;
+  spec.num_workers = 2;
+  spec.body_yaml = absl::StrCat(R"(
+tables:
+  - name: w
+    kind: dense
+    size: 8
+    consistency: sync
+    optimizer: {type: sgd, learning_rate: 1.0}
+server:
+  checkpoint_dir: ")", dir, "\"\n");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(spec);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+
+  constexpr int kSteps = 600;
+  std::atomic<int> running{2};
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      absl::StatusOr<std::unique_ptr<Client>> client = c.Connect(w);
+      results[w] = client.status();
+      std::vector<float> params(kSize);
+      const std::vector<float> ones(kSize, 1.0f);
+      for (int step = 0; step < kSteps && results[w].ok(); ++step) {
+        results[w] = (*client)->PullDense(0, 0, absl::MakeSpan(params)).Wait();
+        if (results[w].ok()) results[w] = (*client)->PushDense(0, 0, ones).Wait();
+        if (results[w].ok()) results[w] = (*client)->Clock().status();
+      }
+      --running;
+    });
+  }
+  std::set<int64_t> cut_steps;
+  while (running.load() > 0) {
+    const uint64_t id = CoordinatedCheckpoint(c);
+    if (id == 0) break;  // the failure is reported
+    int64_t steps[2];
+    for (int shard = 0; shard < 2; ++shard) {
+      absl::StatusOr<ShardState> part =
+          ReadCheckpointFile(PartPath(dir, shard, id));
+      ASSERT_TRUE(part.ok()) << part.status();
+      ASSERT_EQ(part->tables.size(), 1u);
+      const TableState& table = part->tables[0];
+      steps[shard] = table.steps;
+      EXPECT_THAT(table.values, ::testing::Each(-static_cast<float>(
+                                    table.steps)))
+          << "shard " << shard << ", checkpoint " << id;
+    }
+    EXPECT_EQ(steps[0], steps[1]) << "checkpoint " << id;
+    if (steps[0] > 0 && steps[0] < kSteps) cut_steps.insert(steps[0]);
+  }
+  for (std::thread& t : workers) t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  // The cuts fell during training, at several steps.
+  std::printf("checkpoints cut at %zu distinct steps during training\n",
+              cut_steps.size());
+  EXPECT_GE(cut_steps.size(), 3u);
+  EXPECT_THAT(PullAll(c, kSize), ::testing::Each(-kSteps));
 }
 
 TEST(ClusterCheckpointTest, SigtermCheckpointIsOneIdOnEveryShard) {

@@ -185,6 +185,8 @@ class FakeParameterServer::Service final
       const proto::CheckpointRequest* request,
       proto::CheckpointResponse* response) override {
     if (!s_->Authorized(context)) return Unauthenticated(context);
+    // Round 1 of a cut: the fake has no sync steps to hold.
+    if (request->prepare_cut()) return Done(context, grpc::Status::OK);
     absl::MutexLock lock(&s_->mu_);
     const uint64_t id = request->checkpoint_id();
     s_->checkpoint_requests_.push_back(id);

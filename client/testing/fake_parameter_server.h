@@ -72,7 +72,8 @@ class FakeParameterServer {
   void Evict(uint32_t worker_id);
   // Streams opened so far.
   int64_t streams();
-  // Checkpoint ids requested, in arrival order (refused ones included).
+  // Checkpoint ids requested (round 2 of each cut: round 1 holds nothing
+  // here), in arrival order (refused ones included).
   std::vector<uint64_t> checkpoint_requests();
   // The next Checkpoint request finds that a periodic checkpoint with its
   // very id was written just before it arrived (the race the client's
