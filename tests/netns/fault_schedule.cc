@@ -47,6 +47,12 @@ std::string Describe(const FaultEvent& e, const FaultHosts& hosts) {
       return absl::StrCat("link down on server ", server, how_long);
     case Fault::kPauseServer:
       return absl::StrCat("SIGSTOP server ", server, how_long);
+    case Fault::kKillServer:
+      return absl::StrCat("SIGKILL server ", server, ", restart after",
+                          how_long.substr(4));
+    case Fault::kKillClient:
+      return absl::StrCat("SIGKILL client ", client, ", restart after",
+                          how_long.substr(4));
   }
   return "";
 }
@@ -61,8 +67,16 @@ absl::Status Signal(LocalCluster* cluster, int server, int signal) {
   return absl::OkStatus();
 }
 
+// hook(index), or an error naming the missing hook.
+absl::Status CallHook(const std::function<absl::Status(int)>& hook,
+                      const char* name, int index) {
+  if (!hook) return absl::InvalidArgumentError(absl::StrCat("no ", name));
+  return hook(index);
+}
+
 absl::Status Apply(const FaultEvent& e, const FaultHosts& hosts,
-                   TestNetwork& net, LocalCluster* cluster) {
+                   TestNetwork& net, LocalCluster* cluster,
+                   const ProcessHooks& hooks) {
   const std::string& server = hosts.servers[e.server];
   const std::string& client = hosts.clients[e.client];
   switch (e.fault) {
@@ -74,12 +88,17 @@ absl::Status Apply(const FaultEvent& e, const FaultHosts& hosts,
       return net.LinkDown(server);
     case Fault::kPauseServer:
       return Signal(cluster, e.server, SIGSTOP);
+    case Fault::kKillServer:
+      return CallHook(hooks.kill_server, "kill_server hook", e.server);
+    case Fault::kKillClient:
+      return CallHook(hooks.kill_client, "kill_client hook", e.client);
   }
   return absl::OkStatus();
 }
 
 absl::Status Undo(const FaultEvent& e, const FaultHosts& hosts,
-                  TestNetwork& net, LocalCluster* cluster) {
+                  TestNetwork& net, LocalCluster* cluster,
+                  const ProcessHooks& hooks) {
   const std::string& server = hosts.servers[e.server];
   const std::string& client = hosts.clients[e.client];
   switch (e.fault) {
@@ -91,6 +110,10 @@ absl::Status Undo(const FaultEvent& e, const FaultHosts& hosts,
       return net.LinkUp(server);
     case Fault::kPauseServer:
       return Signal(cluster, e.server, SIGCONT);
+    case Fault::kKillServer:
+      return CallHook(hooks.restart_server, "restart_server hook", e.server);
+    case Fault::kKillClient:
+      return CallHook(hooks.restart_client, "restart_client hook", e.client);
   }
   return absl::OkStatus();
 }
@@ -98,16 +121,21 @@ absl::Status Undo(const FaultEvent& e, const FaultHosts& hosts,
 }  // namespace
 
 absl::Status RunFault(const FaultEvent& e, const FaultHosts& hosts,
-                      TestNetwork& net, LocalCluster* cluster) {
-  if (absl::Status s = Apply(e, hosts, net, cluster); !s.ok()) return s;
+                      TestNetwork& net, LocalCluster* cluster,
+                      const ProcessHooks& hooks) {
+  if (absl::Status s = Apply(e, hosts, net, cluster, hooks); !s.ok()) {
+    return s;
+  }
   absl::SleepFor(e.duration);
-  return Undo(e, hosts, net, cluster);
+  return Undo(e, hosts, net, cluster, hooks);
 }
 
 FaultThread::FaultThread(std::vector<FaultEvent> events, FaultHosts hosts,
-                         TestNetwork& net, LocalCluster* cluster)
+                         TestNetwork& net, LocalCluster* cluster,
+                         ProcessHooks hooks)
     : events_(std::move(events)),
       hosts_(std::move(hosts)),
+      hooks_(std::move(hooks)),
       results_(events_.size()),
       started_at_(events_.size(), absl::InfinitePast()) {
   thread_ = std::thread([this, &net, cluster] { Run(net, cluster); });
@@ -131,7 +159,7 @@ void FaultThread::Run(TestNetwork& net, LocalCluster* cluster) {
     std::fflush(stdout);
     started_at_[i] = absl::Now();
     ++started_;
-    results_[i] = RunFault(events_[i], hosts_, net, cluster);
+    results_[i] = RunFault(events_[i], hosts_, net, cluster, hooks_);
   }
   done_ = true;
 }

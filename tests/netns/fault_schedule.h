@@ -1,8 +1,9 @@
 // A bounded, seeded random schedule of faults for the namespace chaos tests
 // (netns_chaos_test, netns_training_chaos_test): silent cuts between a
 // server's host and a client's (or worker's) host, a client's host isolated,
-// a server's link set down, a server SIGSTOPped, each for a random time,
-// with random gaps between them. The same seed and spec give the same
+// a server's link set down, a server SIGSTOPped, a server or a client
+// SIGKILLed and restarted, each for a random time (a killed process stays
+// down that long), with random gaps between them. The same seed and spec give the same
 // schedule, so a test that prints its seed (tests/chaos_seed.h) can be
 // replayed with PS_CHAOS_SEED.
 #ifndef PS_TESTS_NETNS_FAULT_SCHEDULE_H_
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +23,22 @@
 
 namespace ps::testing {
 
-enum class Fault { kCut, kIsolateClient, kServerLinkDown, kPauseServer };
+enum class Fault {
+  kCut,
+  kIsolateClient,
+  kServerLinkDown,
+  kPauseServer,
+  kKillServer,
+  kKillClient,
+};
+
+// Who kills and restarts processes (kKillServer, kKillClient): the test,
+// which owns them. A kill returns once the process is gone, a restart once
+// it runs again. An event whose hooks are unset fails.
+struct ProcessHooks {
+  std::function<absl::Status(int server)> kill_server, restart_server;
+  std::function<absl::Status(int client)> kill_client, restart_client;
+};
 
 // Which hosts the faults name: server i runs in servers[i] (and is
 // LocalCluster server i, for kPauseServer), clients in `clients`.
@@ -31,7 +48,7 @@ struct FaultHosts {
 };
 
 struct FaultScheduleSpec {
-  // The kinds drawn from, uniformly.
+  // The kinds drawn from, uniformly (the default: no kills).
   std::vector<Fault> kinds = {Fault::kCut, Fault::kIsolateClient,
                               Fault::kServerLinkDown, Fault::kPauseServer};
   int events = 8;
@@ -58,9 +75,10 @@ std::vector<FaultEvent> MakeFaultSchedule(uint32_t seed,
 std::string Describe(const FaultEvent& e, const FaultHosts& hosts);
 
 // Applies the fault, waits its duration, undoes it. `cluster` is needed
-// for kPauseServer only.
+// for kPauseServer only, `hooks` for the kills only.
 absl::Status RunFault(const FaultEvent& e, const FaultHosts& hosts,
-                      TestNetwork& net, LocalCluster* cluster);
+                      TestNetwork& net, LocalCluster* cluster,
+                      const ProcessHooks& hooks = {});
 
 // Runs a schedule on a thread of its own: each event after its gap, printed
 // ("chaos: <Describe>") as it starts. Join() before reading the results;
@@ -69,7 +87,8 @@ absl::Status RunFault(const FaultEvent& e, const FaultHosts& hosts,
 class FaultThread {
  public:
   FaultThread(std::vector<FaultEvent> events, FaultHosts hosts,
-              TestNetwork& net, LocalCluster* cluster);
+              TestNetwork& net, LocalCluster* cluster,
+              ProcessHooks hooks = {});
   ~FaultThread();
   FaultThread(const FaultThread&) = delete;
   FaultThread& operator=(const FaultThread&) = delete;
@@ -91,6 +110,7 @@ class FaultThread {
 
   const std::vector<FaultEvent> events_;
   const FaultHosts hosts_;
+  const ProcessHooks hooks_;
   std::vector<absl::Status> results_;
   std::vector<absl::Time> started_at_;
   std::atomic<bool> stop_{false};

@@ -1,5 +1,6 @@
 // Chaos with network faults (issue 16 item 7, the part the other chaos tests
-// leave out), two cases.
+// leave out), three cases: two described here, the third (every fault kind,
+// kills included, in one schedule) at its test.
 //
 // Async counting: two ps_servers in hosts a and b, two counting client
 // processes in hosts c and d, every push spanning both shards. While both
@@ -29,21 +30,28 @@
 //
 // The seed is printed; PS_CHAOS_SEED replays a schedule. Needs root (skips
 // with the reason where namespaces are not permitted).
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
+#include "server/checkpoint_file.h"
 #include "tests/chaos_seed.h"
 #include "tests/cluster_harness.h"
 #include "tests/netns/counting_client.h"
@@ -160,6 +168,74 @@ tables:
   cluster.reset();
 }
 
+// The sync jobs' cluster config: table "w" of kCountingTableSize floats,
+// sync SGD at learning rate 1 (a step takes exactly 1 off every value),
+// evictions after 2 s of silence; `server_extra` adds lines under server:.
+std::string SyncJobYaml(const std::string& server_extra) {
+  return absl::StrCat(R"(
+tables:
+  - name: w
+    kind: dense
+    size: )", kCountingTableSize, R"(
+    consistency: sync
+    optimizer: {type: sgd, learning_rate: 1.0}
+server:
+  heartbeat_timeout_ms: 2000
+  worker_join_timeout_ms: 60000
+)", server_extra, R"(client:
+  heartbeat_interval_ms: 100
+  rpc_timeout_ms: 60000
+  keepalive_ms: 1000
+  keepalive_timeout_ms: 500
+  reconnect_initial_backoff_ms: 20
+  reconnect_max_backoff_ms: 200
+  max_reconnect_attempts: 1000
+)");
+}
+
+// Starts sync worker `w` (tests/membership_worker) in its host, logging to
+// `log`, writing the job's step to `progress`.
+absl::StatusOr<std::unique_ptr<TestProcess>> StartSyncWorker(
+    TestNetwork& net, const LocalCluster& cluster, int w, int steps,
+    const std::string& log, const std::string& progress) {
+  std::vector<std::string> argv = net.ExecPrefix(Hosts().clients[w]);
+  argv.insert(argv.end(),
+              {RunfilePath("tests/membership_worker"),
+               "--config=" + cluster.config_path(),
+               "--servers=" + absl::StrJoin(cluster.addresses(), ","),
+               absl::StrCat("--worker_id=", w),
+               absl::StrCat("--steps=", steps), "--step_delay_ms=20",
+               "--progress_file=" + progress});
+  return TestProcess::Start(argv, log);
+}
+
+// Each shard's common value of table "w", read by a client in host "e"
+// ("value V" or "halves V0 V1" from CountingClient's "pull"); empty, with
+// `reply` set, when a shard's values differ among themselves. A value is a
+// whole number of steps, or half of one where a restored shard lost one of
+// the two workers' gradients of a step (a server kill).
+std::vector<double> ShardValues(TestNetwork& net, const LocalCluster& cluster,
+                                std::string* reply) {
+  const ClientOptions options = cluster.MakeClientOptions(-1);
+  absl::StatusOr<std::unique_ptr<HostProcess>> reader = net.Fork(
+      "e", [options](LineChannel& ch) { return CountingClient(options, ch); });
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return {};
+  EXPECT_EQ(Ask(**reader, ""), "connected");
+  *reply = Ask(**reader, "pull");
+  const std::vector<std::string> words = absl::StrSplit(*reply, ' ');
+  std::vector<double> values;  // per shard (2 shards: the two halves)
+  for (size_t i = 1; i < words.size() &&
+                     (words[0] == "value" || words[0] == "halves");
+       ++i) {
+    double v = 0;
+    EXPECT_TRUE(absl::SimpleAtod(words[i], &v)) << *reply;
+    values.push_back(v);
+  }
+  if (values.size() == 1) values.push_back(values[0]);  // "value V"
+  return values;
+}
+
 // The sync job's chaos (see the file comment).
 TEST(NetnsChaosTest, SeededCutsAndPausesDuringASyncJobFinishExactly) {
   constexpr int kSteps = 800;
@@ -173,25 +249,7 @@ TEST(NetnsChaosTest, SeededCutsAndPausesDuringASyncJobFinishExactly) {
   ClusterSpec spec;
   spec.num_servers = 2;
   spec.num_workers = 2;
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: )", kCountingTableSize, R"(
-    consistency: sync
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  heartbeat_timeout_ms: 2000
-  worker_join_timeout_ms: 60000
-client:
-  heartbeat_interval_ms: 100
-  rpc_timeout_ms: 60000
-  keepalive_ms: 1000
-  keepalive_timeout_ms: 500
-  reconnect_initial_backoff_ms: 20
-  reconnect_max_backoff_ms: 200
-  max_reconnect_attempts: 1000
-)");
+  spec.body_yaml = SyncJobYaml("");
   spec.placements = {net->Place("a"), net->Place("b")};
   absl::StatusOr<std::unique_ptr<LocalCluster>> started =
       LocalCluster::Start(spec);
@@ -200,15 +258,9 @@ client:
 
   std::unique_ptr<TestProcess> workers[2];
   for (int w = 0; w < 2; ++w) {
-    std::vector<std::string> argv = net->ExecPrefix(Hosts().clients[w]);
-    argv.insert(argv.end(),
-                {RunfilePath("tests/membership_worker"),
-                 "--config=" + cluster->config_path(),
-                 "--servers=" + absl::StrJoin(cluster->addresses(), ","),
-                 absl::StrCat("--worker_id=", w),
-                 absl::StrCat("--steps=", kSteps), "--step_delay_ms=20"});
-    absl::StatusOr<std::unique_ptr<TestProcess>> p = TestProcess::Start(
-        argv, absl::StrCat(TestTempDir(), "/sync_chaos_worker_", w, ".log"));
+    const std::string name = absl::StrCat(TestTempDir(), "/sync_chaos_worker_", w);
+    absl::StatusOr<std::unique_ptr<TestProcess>> p = StartSyncWorker(
+        *net, *cluster, w, kSteps, name + ".log", name + ".progress");
     ASSERT_TRUE(p.ok()) << p.status();
     workers[w] = *std::move(p);
   }
@@ -239,25 +291,12 @@ client:
   }
 
   // Every step applied once, whoever took part: exactly -kSteps.
-  const ClientOptions options = cluster->MakeClientOptions(-1);
-  absl::StatusOr<std::unique_ptr<HostProcess>> reader = net->Fork(
-      "e", [options](LineChannel& ch) { return CountingClient(options, ch); });
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  ASSERT_EQ(Ask(**reader, ""), "connected");
-  const std::string reply = Ask(**reader, "pull");
-  const std::vector<std::string> words = absl::StrSplit(reply, ' ');
-  std::vector<int> shard_values;  // per shard (2 shards: the two halves)
-  for (size_t i = 1; i < words.size() &&
-                     (words[0] == "value" || words[0] == "halves");
-       ++i) {
-    int v = 0;
-    ASSERT_TRUE(absl::SimpleAtoi(words[i], &v)) << reply;
-    shard_values.push_back(v);
-  }
+  std::string reply;
+  const std::vector<double> shard_values = ShardValues(*net, *cluster, &reply);
   ASSERT_FALSE(shard_values.empty())
       << "a shard's values differ among themselves: " << reply << " (seed "
       << seed << ")";
-  for (int v : shard_values) {
+  for (double v : shard_values) {
     EXPECT_GE(v, -kSteps) << reply << " (seed " << seed << ")";
     EXPECT_LE(v, -kSteps + evictions)
         << reply << ": more steps dropped than evictions (seed " << seed
@@ -267,7 +306,229 @@ client:
   std::printf("chaos seed %u: %d faults, sync job of %d steps, %d "
               "evictions, %d rejoins, shards at %s\n",
               seed, kEvents, kSteps, evictions, rejoins, reply.c_str());
-  reader->reset();
+  cluster.reset();
+}
+
+// The sync job's workers, which the schedule kills and restarts: each
+// (re)start gets a log of its own; all share the worker's progress file.
+class SyncWorkers {
+ public:
+  SyncWorkers(TestNetwork& net, const LocalCluster& cluster, int steps)
+      : net_(net), cluster_(cluster), steps_(steps) {}
+
+  absl::Status Start(int w) {
+    absl::MutexLock lock(&mu_);
+    const std::string name =
+        absl::StrCat(TestTempDir(), "/kill_chaos_worker_", w);
+    absl::StatusOr<std::unique_ptr<TestProcess>> p = StartSyncWorker(
+        net_, cluster_, w, steps_,
+        absl::StrCat(name, "_", logs_[w].size(), ".log"), Progress(w));
+    if (!p.ok()) return p.status();
+    logs_[w].push_back((*p)->Log());  // refreshed by Logs()
+    current_[w] = *std::move(p);
+    return absl::OkStatus();
+  }
+
+  absl::Status Kill(int w) {
+    absl::MutexLock lock(&mu_);
+    current_[w]->Signal(SIGKILL);
+    if (!current_[w]->Wait(absl::Seconds(10)).has_value()) {
+      return absl::InternalError("worker survived SIGKILL");
+    }
+    logs_[w].back() = current_[w]->Log();
+    return absl::OkStatus();
+  }
+
+  // The current process of worker `w` (after the schedule ended).
+  TestProcess& current(int w) {
+    absl::MutexLock lock(&mu_);
+    return *current_[w];
+  }
+
+  // Every process of worker `w`'s output, in start order.
+  std::string Logs(int w) {
+    absl::MutexLock lock(&mu_);
+    logs_[w].back() = current_[w]->Log();
+    return absl::StrJoin(logs_[w], "\n--- restarted ---\n");
+  }
+
+  // The job's step: the furthest either worker has reported.
+  int64_t JobStep() const {
+    return std::max(ReadProgress(Progress(0)), ReadProgress(Progress(1)));
+  }
+
+ private:
+  static std::string Progress(int w) {
+    return absl::StrCat(TestTempDir(), "/kill_chaos_worker_", w, ".progress");
+  }
+
+  TestNetwork& net_;
+  const LocalCluster& cluster_;
+  const int steps_;
+  absl::Mutex mu_;
+  std::unique_ptr<TestProcess> current_[2] ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> logs_[2] ABSL_GUARDED_BY(mu_);
+};
+
+// The step shard `shard` restored at its latest start: the steps of the
+// checkpoint its log names last ("restored cluster checkpoint <id>"), 0
+// when it restored none.
+int64_t RestoredStep(const LocalCluster& cluster, const std::string& dir,
+                     int shard) {
+  const std::string log = cluster.ServerLog(shard);
+  const std::string key = "restored cluster checkpoint ";
+  const size_t at = log.rfind(key);
+  if (at == std::string::npos) return 0;
+  uint64_t id = 0;
+  const size_t begin = at + key.size();
+  EXPECT_TRUE(absl::SimpleAtoi(
+      log.substr(begin, log.find(' ', begin) - begin), &id))
+      << log.substr(at, 80);
+  absl::StatusOr<ShardState> part = ReadCheckpointFile(absl::StrCat(
+      ShardCheckpointDir(dir, shard, 2), "/", CheckpointFileName(id)));
+  EXPECT_TRUE(part.ok()) << part.status();
+  return part.ok() && !part->tables.empty() ? part->tables[0].steps : 0;
+}
+
+// Every fault kind in one seeded schedule during a sync job (issue 16 item
+// 7: kills, pauses and cuts together): cuts, isolation, link down and
+// SIGSTOP as above, plus SIGKILL of a server (restarted on its port after
+// the fault's duration; it restores the newest complete periodic
+// checkpoint, written every second) and SIGKILL of a worker (restarted; it
+// joins at the job's step). At least one kill of each kind is in every
+// schedule. The schedule stops once the job is at 80% of its steps.
+//
+// Asserted: both workers finish (DONE at the last step, exit 0); each
+// shard's values are all equal (a step applies to a whole shard or not at
+// all); no step is applied twice (every value >= -steps); and each shard is
+// at -steps except for steps it lost by rule: at most one per eviction or
+// worker kill (the partition rule, above) plus, per kill of that shard, the
+// steps it had applied since the checkpoint it restored (at most the job's
+// step at the kill + 1 - the restored checkpoint's step). A restored shard
+// can lose half a step: one worker's push of the step was acknowledged
+// before the kill and is not in the checkpoint, the other's arrives after
+// the restore and is applied as the step's mean over both live workers.
+TEST(NetnsChaosTest, SeededKillsPausesAndCutsDuringASyncJobFinish) {
+  constexpr int kSteps = 1200;
+  constexpr int kKillEvents = 10;
+  const uint32_t seed = ChaosSeed();
+  absl::StatusOr<std::unique_ptr<TestNetwork>> created =
+      TestNetwork::Create({"a", "b", "c", "d", "e"});
+  PS_SKIP_IF_NETNS_UNAVAILABLE(created.status());
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<TestNetwork> net = *std::move(created);
+
+  const std::string checkpoints = absl::StrCat(TestTempDir(), "/kill_chaos");
+  std::filesystem::remove_all(checkpoints);
+  ClusterSpec spec;
+  spec.num_servers = 2;
+  spec.num_workers = 2;
+  spec.body_yaml = SyncJobYaml(absl::StrCat("  checkpoint_dir: \"",
+                                            checkpoints,
+                                            "\"\n  checkpoint_interval_s: 1\n"));
+  spec.placements = {net->Place("a"), net->Place("b")};
+  absl::StatusOr<std::unique_ptr<LocalCluster>> started =
+      LocalCluster::Start(spec);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<LocalCluster> cluster = *std::move(started);
+
+  SyncWorkers workers(*net, *cluster, kSteps);
+  for (int w = 0; w < 2; ++w) ASSERT_TRUE(workers.Start(w).ok());
+
+  // Kills are drawn twice as often as each other kind; a schedule without
+  // one of each gets them at events 1 and 3 (deterministic per seed).
+  FaultScheduleSpec schedule_spec;
+  schedule_spec.events = kKillEvents;
+  schedule_spec.duration_max_ms = 2500;
+  schedule_spec.kinds = {Fault::kCut,        Fault::kIsolateClient,
+                         Fault::kServerLinkDown, Fault::kPauseServer,
+                         Fault::kKillServer, Fault::kKillClient,
+                         Fault::kKillServer, Fault::kKillClient};
+  std::vector<FaultEvent> schedule =
+      MakeFaultSchedule(seed, schedule_spec, Hosts());
+  auto has = [&schedule](Fault f) {
+    return std::any_of(schedule.begin(), schedule.end(),
+                       [f](const FaultEvent& e) { return e.fault == f; });
+  };
+  if (!has(Fault::kKillServer)) schedule[1].fault = Fault::kKillServer;
+  if (!has(Fault::kKillClient)) schedule[3].fault = Fault::kKillClient;
+
+  // What each server kill may lose (see the test comment), summed per shard.
+  absl::Mutex lost_mu;
+  int64_t lost_bound[2] = {0, 0};
+  int64_t step_at_kill[2] = {0, 0};
+  int server_kills = 0, worker_kills = 0;
+  ProcessHooks hooks;
+  hooks.kill_server = [&](int i) -> absl::Status {
+    {
+      absl::MutexLock lock(&lost_mu);
+      step_at_kill[i] = workers.JobStep();
+      ++server_kills;
+    }
+    return cluster->KillServer(i, SIGKILL).status();
+  };
+  hooks.restart_server = [&](int i) -> absl::Status {
+    RETURN_IF_ERROR(cluster->RestartServer(i));
+    const int64_t restored = RestoredStep(*cluster, checkpoints, i);
+    absl::MutexLock lock(&lost_mu);
+    lost_bound[i] += std::max<int64_t>(0, step_at_kill[i] + 1 - restored);
+    return absl::OkStatus();
+  };
+  hooks.kill_client = [&](int w) {
+    absl::MutexLock lock(&lost_mu);
+    ++worker_kills;
+    return workers.Kill(w);
+  };
+  hooks.restart_client = [&](int w) { return workers.Start(w); };
+  FaultThread chaos(schedule, Hosts(), *net, cluster.get(), hooks);
+
+  while (!chaos.done() && workers.JobStep() < kSteps * 8 / 10) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  chaos.Stop();
+  chaos.Join();
+  ExpectFaultsRan(chaos);
+  int evictions = 0;
+  for (int w = 0; w < 2; ++w) {
+    std::optional<int> status = workers.current(w).Wait(absl::Seconds(240));
+    const std::string log = workers.Logs(w);
+    EXPECT_TRUE(status.has_value())
+        << "worker " << w << " hangs (seed " << seed << "):\n" << log;
+    if (status.has_value()) {
+      EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << "worker " << w << " status " << *status << " (seed " << seed
+          << "):\n" << log;
+    }
+    EXPECT_NE(log.find(absl::StrCat("DONE worker=", w, " steps=", kSteps)),
+              std::string::npos)
+        << log;
+    evictions += Occurrences(log, "\nEVICTED worker=");
+  }
+
+  std::string reply;
+  const std::vector<double> shard_values = ShardValues(*net, *cluster, &reply);
+  ASSERT_FALSE(shard_values.empty())
+      << "a shard's values differ among themselves: " << reply << " (seed "
+      << seed << ")";
+  ASSERT_EQ(shard_values.size(), 2u) << reply;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(shard_values[i], -kSteps)
+        << "shard " << i << " applied a step twice: " << reply << " (seed "
+        << seed << ")";
+    EXPECT_LE(shard_values[i],
+              -kSteps + evictions + worker_kills + lost_bound[i])
+        << "shard " << i << ": " << reply << ", more steps lost than "
+        << evictions << " evictions + " << worker_kills
+        << " worker kills + " << lost_bound[i]
+        << " steps since its restored checkpoints (seed " << seed << ")";
+  }
+  std::printf("chaos seed %u: %zu faults (%d server kills, %d worker kills) "
+              "started, sync job of %d steps, %d evictions, shards at %s, "
+              "loss bounds by server kill %lld / %lld\n",
+              seed, static_cast<size_t>(chaos.started()), server_kills,
+              worker_kills, kSteps, evictions, reply.c_str(),
+              static_cast<long long>(lost_bound[0]),
+              static_cast<long long>(lost_bound[1]));
   cluster.reset();
 }
 

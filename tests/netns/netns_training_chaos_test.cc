@@ -143,6 +143,8 @@ bool Silences(const FaultEvent& e, int s, int w) {
     case Fault::kServerLinkDown:
       return e.server == s;
     case Fault::kPauseServer:
+    case Fault::kKillServer:  // not drawn here
+    case Fault::kKillClient:
       return false;
   }
   return false;
