@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -209,6 +210,25 @@ absl::StatusOr<std::unique_ptr<TestProcess>> StartSyncWorker(
   return TestProcess::Start(argv, log);
 }
 
+// Waits up to 240 s for sync worker `w`'s `process` and expects the job
+// done: exit 0 and "DONE worker=w steps=<steps>" in `log()` (all of the
+// worker's output, read after the exit).
+void ExpectWorkerDone(TestProcess& process, int w, int steps, uint32_t seed,
+                      absl::FunctionRef<std::string()> log) {
+  const std::optional<int> status = process.Wait(absl::Seconds(240));
+  const std::string output = log();
+  EXPECT_TRUE(status.has_value())
+      << "worker " << w << " hangs (seed " << seed << "):\n" << output;
+  if (status.has_value()) {
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "worker " << w << " status " << *status << " (seed " << seed
+        << "):\n" << output;
+  }
+  EXPECT_NE(output.find(absl::StrCat("DONE worker=", w, " steps=", steps)),
+            std::string::npos)
+      << output;
+}
+
 // Each shard's common value of table "w", read by a client in host "e"
 // ("value V" or "halves V0 V1" from CountingClient's "pull"); empty, with
 // `reply` set, when a shard's values differ among themselves. A value is a
@@ -267,19 +287,8 @@ TEST(NetnsChaosTest, SeededCutsAndPausesDuringASyncJobFinishExactly) {
 
   FaultThread chaos(Schedule(seed), Hosts(), *net, cluster.get());
   for (int w = 0; w < 2; ++w) {
-    std::optional<int> status = workers[w]->Wait(absl::Seconds(240));
-    EXPECT_TRUE(status.has_value())
-        << "worker " << w << " hangs (seed " << seed << "):\n"
-        << workers[w]->Log();
-    if (status.has_value()) {
-      EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-          << "worker " << w << " status " << *status << " (seed " << seed
-          << "):\n" << workers[w]->Log();
-    }
-    EXPECT_NE(workers[w]->Log().find(absl::StrCat(
-                  "DONE worker=", w, " steps=", kSteps)),
-              std::string::npos)
-        << workers[w]->Log();
+    ExpectWorkerDone(*workers[w], w, kSteps, seed,
+                     [&] { return workers[w]->Log(); });
   }
   chaos.Join();
   ExpectFaultsRan(chaos);
@@ -490,19 +499,9 @@ TEST(NetnsChaosTest, SeededKillsPausesAndCutsDuringASyncJobFinish) {
   ExpectFaultsRan(chaos);
   int evictions = 0;
   for (int w = 0; w < 2; ++w) {
-    std::optional<int> status = workers.current(w).Wait(absl::Seconds(240));
-    const std::string log = workers.Logs(w);
-    EXPECT_TRUE(status.has_value())
-        << "worker " << w << " hangs (seed " << seed << "):\n" << log;
-    if (status.has_value()) {
-      EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-          << "worker " << w << " status " << *status << " (seed " << seed
-          << "):\n" << log;
-    }
-    EXPECT_NE(log.find(absl::StrCat("DONE worker=", w, " steps=", kSteps)),
-              std::string::npos)
-        << log;
-    evictions += Occurrences(log, "\nEVICTED worker=");
+    ExpectWorkerDone(workers.current(w), w, kSteps, seed,
+                     [&] { return workers.Logs(w); });
+    evictions += Occurrences(workers.Logs(w), "\nEVICTED worker=");
   }
 
   std::string reply;
