@@ -50,6 +50,10 @@ def add_job_arguments(parser):
     parser.add_argument("--log_every_steps", type=int, default=50)
     parser.add_argument("--out_dir", default="out",
                         help="where the curve and its plot go")
+    parser.add_argument("--no_prefetch", action="store_true",
+                        help="look each batch's rows up in its own forward "
+                        "instead of during the previous step (what prefetch "
+                        "saves: README, 'Measured')")
     parser.add_argument("--torch_threads", type=int, default=1,
                         help="torch intra-op threads (servers and other "
                         "workers share the CPU)")
@@ -68,6 +72,7 @@ def training_settings(args, config_path):
         elif key in section:
             settings[key] = type(settings[key])(section[key])
     settings["hidden"] = [int(h) for h in args.hidden.split(",") if h]
+    settings["prefetch"] = not args.no_prefetch
     return settings
 
 
@@ -147,8 +152,10 @@ class TrainingLoop:
         steps_per_epoch = len(train) // batch
         start = time.monotonic()
         step, losses, last = 0, [], (0.0, 0)
+        prefetch = self.settings["prefetch"]
         upcoming = batch_tensors(train, 0, batch, self.meta)
-        self.embedding.prefetch(upcoming[0])
+        if prefetch:
+            self.embedding.prefetch(upcoming[0])
         for epoch in range(epochs):
             for i in range(steps_per_epoch):
                 ids, dense, labels = upcoming
@@ -158,7 +165,8 @@ class TrainingLoop:
                     nxt = (i + 1) % steps_per_epoch
                     upcoming = batch_tensors(train, nxt * batch,
                                              (nxt + 1) * batch, self.meta)
-                    self.embedding.prefetch(upcoming[0])  # overlaps compute
+                    if prefetch:  # overlaps compute
+                        self.embedding.prefetch(upcoming[0])
                 loss = F.binary_cross_entropy_with_logits(
                     self.model(rows, dense), labels)
                 loss.backward()  # the embedding pushes its rows' gradients
