@@ -78,7 +78,6 @@ absl::StatusOr<ShardCheckpoints> CheckpointPeers::FromResponse(
   }
   ShardCheckpoints held;
   held.dir = response.directory();
-  held.started = response.started();
   held.restored = response.restored();
   for (uint64_t id : response.valid_ids()) held.parts[id] = "";
   for (const proto::DamagedCheckpointPart& d : response.damaged()) {
@@ -260,7 +259,6 @@ grpc::Status CheckpointPeerService::Answer(
   response->set_num_shards(num_shards_);
   response->set_partition_fingerprint(fingerprint_);
   response->set_directory(held->dir);
-  response->set_started(held->started);
   response->set_restored(held->restored);
   for (auto it = held->parts.rbegin(); it != held->parts.rend(); ++it) {
     if (it->second.empty()) {

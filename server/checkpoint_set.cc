@@ -19,11 +19,6 @@
 namespace ps {
 namespace {
 
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 bool DirectoryExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -221,7 +216,6 @@ absl::StatusOr<ShardCheckpoints> VerifyOwnCheckpoints(
     uint64_t fingerprint) {
   ShardCheckpoints own;
   own.dir = shard_dir;
-  own.started = PathExists(shard_dir + "/.started");
   ASSIGN_OR_RETURN(std::vector<CheckpointFile> listed,
                    ListCheckpoints(shard_dir));
   for (const CheckpointFile& f : listed) {

@@ -10,7 +10,9 @@
 //     ms, taken once per call);
 //   - periodic checkpoints (server.checkpoint_interval_s = T): every shard's
 //     timer fires at the multiples of T of the wall clock and writes the id
-//     "that multiple, in ms", so the shards agree without talking;
+//     "that multiple, in ms", so the shards agree without talking; in peers
+//     mode shard 0's server coordinates them instead, as a coordinated
+//     checkpoint (server/periodic_checkpoints.h);
 //   - the SIGTERM checkpoint: id = the shard's newest id + 1. When the whole
 //     cluster stops together (the job has ended, as ps_launch stops it), every
 //     shard has the same newest id and writes the same successor.
@@ -41,8 +43,8 @@
 //
 // Periodic checkpoints start only once every shard has started at least
 // once (each shard leaves a ".started" marker in its directory after its
-// restore; in peers mode each server reports its own marker, and a shard
-// remembers once it has seen every shard started): otherwise the first
+// restore; in peers mode the coordinator's first round fails, before any
+// part is written, on a server that is not serving yet): otherwise the first
 // shard of a fresh cluster could write an id before a slower shard starts,
 // which would then find a checkpoint it lacks and refuse. A shard restarted
 // alone keeps its marker, so the others go on checkpointing while it is
@@ -63,10 +65,11 @@
 //     the files it writes later): a file damaged on disk while its server
 //     runs is reported valid until that server restarts.
 //   - A coordinated checkpoint cuts every sync table at one step on every
-//     shard (two rounds, server/step_holds.h). Periodic and SIGTERM
-//     checkpoints are not coordinated: each shard takes its part at its own
-//     sync-step boundary when its timer fires, so during training two
-//     shards' parts may be a step apart. Async tables have no steps: their
+//     shard (two rounds, server/step_holds.h), and so do periodic ones in
+//     peers mode. shared_dir periodic and SIGTERM checkpoints are not
+//     coordinated: each shard takes its part at its own sync-step boundary
+//     when its timer fires, so during training two shards' parts may be a
+//     step apart. Async tables have no steps: their
 //     parts may be a few pushes apart. With the job stopped (SIGTERM at the
 //     end) the parts are one state.
 //   - A lone restarted shard restores the newest complete set while the
@@ -97,8 +100,6 @@ struct ShardCheckpoints {
   // Its parts by id: "" = usable (verified, or listed and not verified
   // yet), else why the part cannot be used.
   std::map<uint64_t, std::string> parts;
-  // Peers mode: the shard has completed a restore with this directory.
-  bool started = false;
   // Peers mode: the shard's server has restored in its current run (it
   // serves, and asks nobody about the restore any more).
   bool restored = false;
@@ -148,8 +149,8 @@ absl::StatusOr<ClusterCheckpointChoice> ChooseClusterCheckpoint(
 
 // peers: verifies every checkpoint file in this shard's `shard_dir`
 // (checksum, then shard index, shard count and `fingerprint`), renaming the
-// damaged ones to ".corrupt" (kept in `parts` with why) and logging each;
-// `started` says whether the ".started" marker exists. FAILED_PRECONDITION
+// damaged ones to ".corrupt" (kept in `parts` with why) and logging each.
+// FAILED_PRECONDITION
 // for a part of another layout (a config error); INTERNAL when the
 // directory cannot be listed.
 absl::StatusOr<ShardCheckpoints> VerifyOwnCheckpoints(

@@ -36,7 +36,7 @@ absl::StatusOr<std::string> Checkpointer::RestoreLatest() {
   RETURN_IF_ERROR(MarkShardStarted(options_.root, shard_->shard_index(),
                                    shard_->num_shards()));
   absl::MutexLock lock(&inventory_mu_);
-  if (inventory_.has_value()) inventory_->started = inventory_->restored = true;
+  if (inventory_.has_value()) inventory_->restored = true;
   return restored;
 }
 
@@ -98,12 +98,9 @@ absl::StatusOr<std::string> Checkpointer::RestoreAgreed() {
       std::vector<std::optional<ShardCheckpoints>> answers,
       options_.peers->Ask(deadline, true));
   std::vector<ShardCheckpoints> all;
-  bool all_started = true;
   for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
     all.push_back(j == shard_->shard_index() ? own : *answers[j]);
     if (j == shard_->shard_index()) continue;
-    // This shard's own marker is left by RestoreLatest() right after.
-    all_started &= all.back().started;
     if (all.back().restored) {
       absl::MutexLock lock(&inventory_mu_);
       asked_by_[j] = true;  // a serving peer will not ask: no need to wait
@@ -124,7 +121,6 @@ absl::StatusOr<std::string> Checkpointer::RestoreAgreed() {
   {
     absl::MutexLock lock(&inventory_mu_);
     inventory_ = own;
-    all_started_ = all_started;
   }
   newest_id_ = common.id;
   if (common.id == 0) return std::string();
@@ -344,26 +340,7 @@ std::vector<uint32_t> Checkpointer::ShardsNotStarted() {
   // Per-shard mode (--allow_inconsistent_restore) coordinates nothing: the
   // shards may not even see each other's directories (per-pod volumes).
   if (options_.allow_inconsistent_restore) return {};
-  if (options_.peers == nullptr) {
-    return ShardsNeverStarted(options_.root, shard_->num_shards());
-  }
-  {
-    absl::MutexLock lock(&inventory_mu_);
-    if (all_started_) return {};
-  }
-  absl::StatusOr<std::vector<std::optional<ShardCheckpoints>>> answers =
-      options_.peers->Ask(absl::Now() + kPeerQueryTimeout, false);
-  std::vector<uint32_t> absent;
-  for (uint32_t j = 0; j < shard_->num_shards(); ++j) {
-    if (j == shard_->shard_index()) continue;
-    if (!answers.ok() || !(*answers)[j].has_value() ||
-        !(*answers)[j]->started) {
-      absent.push_back(j);
-    }
-  }
-  absl::MutexLock lock(&inventory_mu_);
-  all_started_ = absent.empty();
-  return absent;
+  return ShardsNeverStarted(options_.root, shard_->num_shards());
 }
 
 void Checkpointer::Start() {

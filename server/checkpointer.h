@@ -113,7 +113,7 @@ class Checkpointer {
   // 100 ms: the server got SIGTERM during its start. Thread-safe.
   void CancelRestore();
 
-  // With `peers`: this shard's verified parts and its started state, for
+  // With `peers`: this shard's verified parts and whether it restored, for
   // shard `asking_shard` (the CheckpointPeers service); empty until
   // RestoreLatest() has verified the files. Never waits for a checkpoint
   // being written.
@@ -174,8 +174,9 @@ class Checkpointer {
   // The id below which this shard's files may be pruned
   // (server/checkpoint_set.h); asks the peers in peers mode.
   uint64_t PruneBelow();
-  // The shards that have never started (periodic checkpoints wait for
-  // them); asks the peers in peers mode until every shard was seen started.
+  // The shards that have never started (shared_dir periodic checkpoints
+  // wait for them; in peers mode this shard's checkpointer has no timer:
+  // server/periodic_checkpoints.h).
   std::vector<uint32_t> ShardsNotStarted();
   // peers: the inventory after this shard wrote `written` (0: none) and
   // pruned; re-lists the directory.
@@ -197,8 +198,6 @@ class Checkpointer {
   // peers: what Inventory() answers; unset until verified.
   mutable absl::Mutex inventory_mu_;
   std::optional<ShardCheckpoints> inventory_ ABSL_GUARDED_BY(inventory_mu_);
-  // peers: every shard was seen started once (markers are never removed).
-  bool all_started_ ABSL_GUARDED_BY(inventory_mu_) = false;
   // The shards that received an answer from Inventory().
   std::vector<bool> asked_by_ ABSL_GUARDED_BY(inventory_mu_);
   bool restore_cancelled_ ABSL_GUARDED_BY(inventory_mu_) = false;

@@ -175,16 +175,20 @@ absl::Status ParameterServerProcess::CreateCheckpointer() {
         fingerprint, config_.auth_token);
     return absl::OkStatus();
   }
+  const bool peers =
+      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers;
   CheckpointerOptions checkpoints;
   checkpoints.root = config_.server.checkpoint_dir;
-  checkpoints.interval = absl::Seconds(config_.server.checkpoint_interval_s);
+  // Peers mode: shard 0 coordinates periodic checkpoints cut at one sync
+  // step (BeginServing); no shard keeps a timer of its own.
+  checkpoints.interval =
+      peers ? absl::ZeroDuration()
+            : absl::Seconds(config_.server.checkpoint_interval_s);
   checkpoints.allow_inconsistent_restore = options_.allow_inconsistent_restore;
   ServerMetrics* metrics = metrics_.get();
   checkpoints.on_written = [metrics](const CheckpointInfo&) {
     metrics->SetLastCheckpointTime();
   };
-  const bool peers =
-      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers;
   // --allow_inconsistent_restore asks nobody, whatever the agreement.
   restore_in_start_ = peers && !options_.allow_inconsistent_restore;
   if (restore_in_start_) {
@@ -318,6 +322,12 @@ void ParameterServerProcess::CancelStart() {
 void ParameterServerProcess::BeginServing(int port) {
   shard_->Start();
   if (checkpointer_ != nullptr) checkpointer_->Start();
+  if (checkpointer_ != nullptr && shard_index_ == 0 &&
+      config_.server.checkpoint_agreement == CheckpointAgreement::kPeers &&
+      config_.server.checkpoint_interval_s > 0) {
+    periodic_ = std::make_unique<PeriodicCheckpointCoordinator>(
+        config_, absl::Seconds(config_.server.checkpoint_interval_s));
+  }
   health_->SetServingStatus("", true);
   health_->SetServingStatus(kServiceName, true);
   // A replica's status follows its role from its creation on.
@@ -353,6 +363,8 @@ void ParameterServerProcess::Stop() {
     if (stopped_) return;
   }
   if (health_ != nullptr) health_->Shutdown();
+  // No periodic checkpoint starts while the cluster goes down.
+  periodic_.reset();
   // Resigns (the next replica is elected at once) and ends the streams.
   if (replica_ != nullptr) replica_->Stop();
   // Parked waits (sync pulls, barriers) fail now, so in-flight calls can end.

@@ -37,6 +37,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/checkpoint_peers.h"
 #include "server/checkpointer.h"
+#include "server/periodic_checkpoints.h"
 #include "server/data_stream.h"
 #include "server/executor.h"
 #include "server/health_service.h"
@@ -147,6 +148,8 @@ class ParameterServerProcess {
   bool restore_in_start_ = false;
   // Null without server.checkpoint_dir. Before service_, which uses it.
   std::unique_ptr<Checkpointer> checkpointer_;
+  // Peers mode with checkpoint_interval_s, shard 0 only, while serving.
+  std::unique_ptr<PeriodicCheckpointCoordinator> periodic_;
   // The services and the queue they run on outlive the grpc::Server.
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<HealthService> health_;

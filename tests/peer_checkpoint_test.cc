@@ -9,8 +9,9 @@
 //   still serves (each its own, exactly the mix it says);
 // - a shard restarted alone agrees with the running ones (and refuses at
 //   once when its volume is empty);
-// - periodic checkpoints (once every server reports it started) share an id,
-//   and pruning keeps the newest ids common to all (asked, not read);
+// - periodic checkpoints (shard 0's server coordinates them) share an id,
+//   cut at one sync step during training, and pruning keeps the newest ids
+//   common to all (asked, not read);
 // - SIGTERM while a server waits for its peers: it exits 0 at once;
 // - a peer that never comes up: the starting server answers NOT_SERVING and
 //   UNAVAILABLE "restoring" meanwhile, and exits 1 after
@@ -24,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +41,7 @@
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/checkpoint_file.h"
 #include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
@@ -58,7 +61,7 @@ std::string OwnDir(const std::string& root, int i) {
 }
 
 ClusterSpec Spec(const std::string& root, int peer_timeout_s,
-                 int interval_s = 0) {
+                 int interval_s = 0, const std::string& consistency = "async") {
   ClusterSpec spec;
   spec.num_servers = kShards;
   spec.num_workers = 1;
@@ -69,7 +72,7 @@ tables:
   - name: w
     kind: dense
     size: 9
-    consistency: async
+    consistency: )", consistency, R"(
     optimizer: {type: sgd, learning_rate: 1.0}
 server:
   checkpoint_dir: ")", root, R"(/unused"
@@ -86,6 +89,23 @@ server:
 // Shard i's part of `id` in its own directory.
 std::string PartPath(const std::string& root, int i, uint64_t id) {
   return CheckpointPartPath(OwnDir(root, i), i, kShards, id);
+}
+
+// The checkpoint ids every shard holds a part of, oldest first.
+std::vector<uint64_t> CommonIds(const std::string& root) {
+  std::map<uint64_t, int> holders;
+  for (int i = 0; i < kShards; ++i) {
+    absl::StatusOr<std::vector<CheckpointFile>> files = ListCheckpoints(
+        ShardCheckpointDir(OwnDir(root, i), i, kShards));
+    EXPECT_TRUE(files.ok()) << files.status();
+    if (!files.ok()) return {};
+    for (const CheckpointFile& f : *files) ++holders[f.seq];
+  }
+  std::vector<uint64_t> ids;
+  for (const auto& [id, n] : holders) {
+    if (n == kShards) ids.push_back(id);
+  }
+  return ids;
 }
 
 std::string Logs(const LocalCluster& cluster) {
@@ -248,19 +268,17 @@ TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   LocalCluster& c = **cluster;
   AddToAll(c, kSize, 1);
-  // Periodic checkpoints wait until every shard has started (each server
-  // reports its marker); then every shard writes the boundary's id.
+  // Shard 0's server takes a coordinated checkpoint at the next interval
+  // boundary (server/periodic_checkpoints.h): one id on every shard.
   const uint64_t after = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  const uint64_t boundary = (after / 1000 + 1) * 1000;
-  bool written = false;
-  for (int tries = 0; tries < 100 && !written; ++tries) {
+  uint64_t periodic = 0;
+  for (int tries = 0; tries < 100 && periodic == 0; ++tries) {
     absl::SleepFor(absl::Milliseconds(100));
-    written = true;
-    for (int i = 0; i < kShards; ++i) {
-      written &= std::filesystem::exists(PartPath(root, i, boundary));
+    for (uint64_t id : CommonIds(root)) {
+      if (id > after) periodic = id;
     }
   }
-  ASSERT_TRUE(written) << Logs(c);
+  ASSERT_NE(periodic, 0u) << Logs(c);
   KillAll(c, SIGKILL);
   for (const absl::Status& s : c.RestartServersTogether({0, 1, 2})) {
     ASSERT_TRUE(s.ok()) << s << Logs(c);
@@ -275,10 +293,49 @@ TEST(PeerCheckpointTest, PeriodicCheckpointsAndPruningAskThePeers) {
   std::vector<uint64_t> ids;
   for (int k = 0; k < 4; ++k) ids.push_back(CoordinatedCheckpoint(c));
   for (int i = 0; i < kShards; ++i) {
-    EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, boundary))) << i;
+    EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, periodic))) << i;
     EXPECT_FALSE(std::filesystem::exists(PartPath(root, i, ids[0]))) << i;
     EXPECT_TRUE(std::filesystem::exists(PartPath(root, i, ids[3]))) << i;
   }
+}
+
+// Periodic checkpoints during sync training are cut at one step: while a
+// worker runs sync steps (each takes exactly 1 off every value), every
+// periodic id's parts hold the same step on all three shards and exactly
+// its values.
+TEST(PeerCheckpointTest, PeriodicCheckpointsCutEveryShardAtOneSyncStep) {
+  const std::string root = FreshTestDir("periodic_sync");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(root, 30, 1, "sync"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  absl::StatusOr<std::unique_ptr<Client>> worker = c.Connect(0);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const std::vector<float> ones(kSize, 1.0f);
+  std::vector<float> params(kSize);
+  int steps = 0;
+  // Long enough for three periodic checkpoints (interval 1 s).
+  for (const absl::Time end = absl::Now() + absl::Seconds(3.5);
+       absl::Now() < end; ++steps) {
+    ASSERT_TRUE((*worker)->PullDense(0, 0, absl::MakeSpan(params)).Wait().ok());
+    ASSERT_TRUE((*worker)->PushDense(0, 0, ones).Wait().ok());
+    ASSERT_TRUE((*worker)->Clock().ok());
+  }
+  int cuts_during_training = 0;
+  for (uint64_t id : CommonIds(root)) {
+    int64_t step = -1;
+    for (int i = 0; i < kShards; ++i) {
+      absl::StatusOr<ShardState> part = ReadCheckpointFile(PartPath(root, i, id));
+      ASSERT_TRUE(part.ok()) << part.status();
+      const TableState& table = part->tables[0];
+      if (i == 0) step = table.steps;
+      EXPECT_EQ(table.steps, step) << "checkpoint " << id << ", shard " << i;
+      EXPECT_THAT(table.values, ::testing::Each(-static_cast<float>(table.steps)))
+          << "checkpoint " << id << ", shard " << i;
+    }
+    if (step > 0 && step < steps) ++cuts_during_training;
+  }
+  EXPECT_GE(cuts_during_training, 2) << Logs(c);  // `keep` is 2
 }
 
 // Health of `address` for `service`, or the RPC's error code.
