@@ -45,6 +45,7 @@ void PeriodicCheckpointCoordinator::CheckpointOnce() {
     spdlog::warn("periodic checkpoint of the cluster failed (the next "
                  "interval tries again): {}",
                  paths.status().ToString());
+    client_.reset();  // connect afresh: a server may have been restarted
   }
 }
 
