@@ -580,6 +580,7 @@ void ClientImpl::HeartbeatLoop() {
         HeartbeatCall& beat = beats[i];
         if (beat.in_flight) continue;  // that server is slow: no pile-up
         beat.context = connections_[i]->NewContext(timeout, false);
+        request.set_clock(clock_.load(std::memory_order_acquire));
         beat.call = connections_[i]->stub()->PrepareAsyncHeartbeat(
             beat.context.get(), request, &cq);
         beat.call->StartCall();

@@ -655,6 +655,38 @@ TEST_F(CheckpointTest, CheckpointerThreadAnswersRequests) {
   checkpointer.Stop();
 }
 
+// Two restored shards, each behind on the worker whose requests wait on the
+// other, would wait for each other forever (seen in ps_launch's chaos test):
+// a heartbeat carries the worker's clock, so a restored shard catches its
+// workers up from their heartbeats alone and applies the lost steps empty.
+TEST_F(CheckpointTest, HeartbeatsCatchARestoredShardUp) {
+  std::unique_ptr<Shard> a = NewShard();
+  int64_t clock = 0;
+  Train(a.get(), 1, &clock);
+  absl::StatusOr<ShardState> saved = a->Snapshot(absl::ZeroDuration());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::unique_ptr<Shard> b = NewShard();
+  ASSERT_TRUE(b->Restore(*saved).ok());
+  b->RestartMembership(absl::Now());
+  b->Start();
+  ShardTable* sync_table = b->FindTableForTesting(8);
+  ASSERT_EQ(sync_table->steps(), 1);
+  for (int w = 0; w < 2; ++w) {
+    proto::HeartbeatRequest beat;
+    beat.set_worker_id(w);
+    beat.set_session_id(kClient);
+    beat.set_clock(4);  // the workers went on to clock 4 meanwhile
+    proto::HeartbeatResponse response;
+    ASSERT_TRUE(b->Heartbeat(beat, &response).ok());
+    EXPECT_TRUE(response.registered()) << w;
+  }
+  for (int i = 0; i < 1000 && sync_table->steps() < 4; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));  // AdvanceSteps is scheduled
+  }
+  EXPECT_EQ(sync_table->steps(), 4);  // steps 1-3 applied empty
+  EXPECT_EQ(sync_table->version(), saved->tables[8].version);
+}
+
 TEST(WorkerCatchUpTest, OnlyARestoredRegistryCatchesUpAndOnlyOnce) {
   const absl::Time t = absl::Now();
   WorkerRegistry fresh(2, absl::Seconds(60), absl::Seconds(60), t);

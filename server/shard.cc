@@ -261,6 +261,17 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
   const proto::MembershipState state =
       registry_.Heartbeat(request.worker_id(), request.session_id(),
                           request.job_id(), absl::Now());
+  // A restored shard learns the worker's clock here too: its requests may
+  // all be waiting on another shard that waits for this one (two shards
+  // restored, each behind on the worker whose requests wait on the other).
+  // (Clock 0, or a client that sends none, has nothing to catch up and
+  // must not use up the one catch-up a restored registry allows.)
+  if (state == proto::MEMBERSHIP_MEMBER && request.clock() > 0 &&
+      registry_.CatchUp(request.worker_id(), request.clock())) {
+    spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
+                 request.worker_id(), request.clock(), kCaughtUp);
+    ScheduleAdvanceSteps();
+  }
   response->set_registered(state == proto::MEMBERSHIP_MEMBER);
   response->set_membership(state);
   response->set_current_step(registry_.FloorClock());
