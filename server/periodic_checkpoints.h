@@ -1,13 +1,14 @@
-// Periodic checkpoints cut at one sync step, for servers that can reach each
-// other (server.checkpoint_agreement: peers, where cluster.servers are the
-// real addresses).
+// Periodic checkpoints cut at one sync step, run by whoever knows every
+// server's address: shard 0's server with server.checkpoint_agreement: peers
+// (cluster.servers are the real addresses), and ps_launch for the servers it
+// starts (they bind ports the others do not know).
 //
-// Shard 0's server runs the coordinator: at every multiple of
+// The coordinator: at every multiple of
 // server.checkpoint_interval_s of the wall clock it takes one coordinated
 // checkpoint of the whole cluster through the client SDK (Client::Checkpoint,
 // as `ps_ctl checkpoint` does: one id, two rounds that cut every sync table
-// at the same step, server/step_holds.h). The other servers keep no timer of
-// their own: they write their parts when asked. Without this each shard's
+// at the same step, server/step_holds.h). The servers keep no timer of their
+// own: they write their parts when asked. Without this each shard's
 // own timer copied its sync tables at its own next step boundary, so parts
 // of one periodic id could be a step apart during training.
 //

@@ -87,6 +87,16 @@ absl::Status PrepareIn(const LaunchOptions& options, LaunchPlan* plan) {
                      EffectiveConfig::Create(options.config_text,
                                              options.config_source, overrides));
   }
+  if (const ServerOptions& server = plan->effective.config().server;
+      plan->replicas == 1 && !server.checkpoint_dir.empty() &&
+      server.checkpoint_interval_s > 0) {
+    plan->checkpoint_interval_s =
+        static_cast<int>(server.checkpoint_interval_s);
+    overrides.sets.push_back("server.checkpoint_interval_s=0");
+    ASSIGN_OR_RETURN(plan->effective,
+                     EffectiveConfig::Create(options.config_text,
+                                             options.config_source, overrides));
+  }
   plan->launcher_etcd = plan->effective.needs_local_etcd();
   plan->server_config = plan->tmp_dir + "/cluster.servers.yaml";
   plan->worker_config = plan->tmp_dir + "/cluster.yaml";

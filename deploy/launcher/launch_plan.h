@@ -26,6 +26,11 @@ struct LaunchPlan {
   std::string worker_config;  // written once the servers' ports are known
   // Whether the launcher chose server.checkpoint_dir (under tmp_dir).
   bool launcher_checkpoints = false;
+  // The servers' periodic checkpoints, in s (0: none): the launcher takes
+  // them as coordinated checkpoints (server/periodic_checkpoints.h), cut at
+  // one sync step on every shard; the servers' own timers are off (their
+  // ports are not in each other's config, so they cannot coordinate).
+  int checkpoint_interval_s = 0;
   // Whether the launcher starts etcd (a replicated config that names none):
   // then server_config is written once etcd serves (WriteServerConfig).
   bool launcher_etcd = false;

@@ -26,6 +26,7 @@
 #include "deploy/launcher/run_files.h"
 #include "deploy/launcher/stall_detector.h"
 #include "deploy/launcher/supervisor.h"
+#include "server/periodic_checkpoints.h"
 #include "server/replication/local_etcd.h"
 
 namespace ps::launcher {
@@ -121,6 +122,9 @@ class LaunchRun {
   std::unique_ptr<replication::LocalEtcd> etcd_;
   std::string etcd_endpoint_;  // "" = the config's etcd_endpoints
   ProcessSet processes_;
+  // The servers' periodic checkpoints (plan_.checkpoint_interval_s), cut at
+  // one sync step; after processes_, so it stops before the servers do.
+  std::unique_ptr<PeriodicCheckpointCoordinator> checkpoints_;
   Supervisor supervisor_;
   StallDetector stall_;
   LaunchResult result_;
@@ -140,6 +144,10 @@ absl::StatusOr<LaunchResult> LaunchRun::Run() {
   RETURN_IF_ERROR(StartEtcd());
   RETURN_IF_ERROR(StartServers());
   RETURN_IF_ERROR(WaitReady());
+  if (plan_.checkpoint_interval_s > 0) {
+    checkpoints_ = std::make_unique<PeriodicCheckpointCoordinator>(
+        LiveConfig(), absl::Seconds(plan_.checkpoint_interval_s));
+  }
   if (options_.servers_only) return ServeUntilInterrupted();
   RETURN_IF_ERROR(StartWorkers());
   RETURN_IF_ERROR(Supervise());
@@ -179,7 +187,7 @@ void LaunchRun::AnnounceStart() {
     console_.Message(absl::StrFormat(
         "servers checkpoint to %s/checkpoints every %d s, so that a "
         "restarted server restores its shard",
-        plan_.tmp_dir, config_.server.checkpoint_interval_s));
+        plan_.tmp_dir, plan_.checkpoint_interval_s));
   }
 }
 
@@ -467,6 +475,7 @@ void LaunchRun::ReportReplication() {
 
 void LaunchRun::StopServers() {
   console_.Message("all workers finished; stopping the servers");
+  checkpoints_.reset();  // no periodic checkpoint meets the final ones
   processes_.Stop(false, 15.0);
   for (Member* m : processes_.TakeExited()) {
     if (!m->is_worker && !ExitedCleanly(m->process->wstatus())) {
@@ -549,6 +558,7 @@ void LaunchRun::OnLine(Member& m, std::string line) {
 absl::Status LaunchRun::Interrupted() {
   console_.EndBar();
   console_.Message("interrupted; stopping every process");
+  checkpoints_.reset();
   processes_.StopAll(10.0);
   CleanUp();
   return absl::CancelledError(absl::StrCat(
@@ -561,6 +571,7 @@ absl::Status LaunchRun::Failed(absl::Status status) {
   console_.EndBar();
   console_.Message(absl::StrCat("FAILED: ", status.message(),
                                 "; stopping every process"));
+  checkpoints_.reset();
   processes_.StopAll(5.0);
   CleanUp();
   return status;
