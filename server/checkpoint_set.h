@@ -66,10 +66,11 @@
 //     runs is reported valid until that server restarts.
 //   - A coordinated checkpoint cuts every sync table at one step on every
 //     shard (two rounds, server/step_holds.h), and so do periodic ones in
-//     peers mode. shared_dir periodic and SIGTERM checkpoints are not
-//     coordinated: each shard takes its part at its own sync-step boundary
-//     when its timer fires, so during training two shards' parts may be a
-//     step apart. Async tables have no steps: their
+//     peers mode and under ps_launch (server/periodic_checkpoints.h). The
+//     periodic checkpoints of shared_dir servers started by hand, and SIGTERM
+//     checkpoints, are not coordinated: each shard takes its part at its own
+//     sync-step boundary when its timer fires, so during training two
+//     shards' parts may be a step apart. Async tables have no steps: their
 //     parts may be a few pushes apart. With the job stopped (SIGTERM at the
 //     end) the parts are one state.
 //   - A lone restarted shard restores the newest complete set while the
