@@ -3,7 +3,8 @@
 // - one shard's newest part truncated: both shards restore the previous
 //   common id (exact values), and the newer parts are set aside;
 // - coordinated checkpoints taken while two workers run sync steps cut
-//   every shard at the same step (server/step_holds.h);
+//   every shard at the same step (server/step_holds.h), and a request that
+//   holds both rounds of a cut is refused (INVALID_ARGUMENT);
 // - one shard's only part deleted: every shard refuses to start, naming the
 //   shard and the id; --allow_inconsistent_restore serves (mixed, exactly);
 // - SIGTERM of the cluster writes one id on both shards, restored whole;
@@ -29,7 +30,9 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
 #include "server/checkpoint_file.h"
 #include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
@@ -241,6 +244,30 @@ server:
               cut_steps.size());
   EXPECT_GE(cut_steps.size(), 3u);
   EXPECT_THAT(PullAll(c, kSize), ::testing::Each(-kSteps));
+}
+
+// The two rounds of a cut in one request are refused, precisely, and the
+// server goes on checkpointing.
+TEST(ClusterCheckpointTest, BothRoundsOfACutInOneRequestAreRefused) {
+  const std::string dir = FreshTestDir("cut_request");
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start(Spec(dir, 0));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  auto stub = proto::ParameterServer::NewStub(grpc::CreateChannel(
+      c.addresses()[0], grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  proto::CheckpointRequest request;
+  request.set_checkpoint_id(7);
+  request.set_prepare_cut(true);
+  (*request.mutable_at_steps())[0] = 3;
+  proto::CheckpointResponse response;
+  const grpc::Status status = stub->Checkpoint(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("prepare_cut and at_steps are the two rounds of one "
+                        "cut"));
+  EXPECT_NE(CoordinatedCheckpoint(c), 0u);
 }
 
 TEST(ClusterCheckpointTest, SigtermCheckpointIsOneIdOnEveryShard) {
