@@ -119,21 +119,26 @@ class AccessQueue {
       return index_->tag(e.slot, tag_) == e.seq;
     }
   }
-  // Keeps the current entries only, in order, in place (no reallocation).
-  // Reads each entry's record, so it prefetches ahead: perf put ~40% of the
-  // capacity rule's time in this walk's cache misses, and prefetching here
-  // and in TouchAll cut the queue's share of sparse_table_bench's lifecycle
-  // samples from 3.8-4.0% to 2.7-3.0%.
+  // Keeps each live slot's newest entry, in order, in place (no
+  // reallocation). That is a superset of the current entries: a current
+  // entry is its slot's newest (a Touch that changes the tag appends), and
+  // a newest entry that is not current (a reused slot whose new row's
+  // OnCreate is still to come) stays filtered by Current() where entries
+  // are read. Walking newest first with a bit per slot reads 1/8 byte per
+  // slot where the former walk (keep the entries whose record tag matches)
+  // read each entry's record: perf put ~70% of the capacity rule's time in
+  // those reads; this walk cut the rule's share of sparse_table_bench's
+  // samples by about a third.
   void Compact() {
-    size_t out = 0;
-    const size_t end = entries_.size();
-    for (size_t i = head_; i < end; ++i) {
-      if (i + kPrefetchAhead < end) {
-        index_->Prefetch(entries_[i + kPrefetchAhead].slot);
-      }
-      if (Current(entries_[i])) entries_[out++] = entries_[i];
+    std::vector<bool> seen(index_->num_slots());
+    size_t kept = entries_.size();
+    for (size_t i = entries_.size(); i-- > head_;) {
+      const uint32_t slot = entries_[i].slot;
+      if (seen[slot] || !index_->live(slot)) continue;
+      seen[slot] = true;
+      entries_[--kept] = entries_[i];
     }
-    entries_.resize(out);
+    entries_.erase(entries_.begin(), entries_.begin() + kept);
     head_ = 0;
   }
 

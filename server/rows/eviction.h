@@ -23,7 +23,9 @@
 // a tag compare or write and an append, and a sweep walks from the oldest
 // end: O(rows dropped + stale entries passed). The queue is compacted in
 // place when it holds more than 1.5 x the live rows + 1024 entries
-// (amortized O(1) per access; row_cost.h counts the memory). Tags are 32
+// (amortized O(1) per access; row_cost.h counts the memory), keeping each
+// live row's newest entry (found newest first with a bit per slot, without
+// reading the records). Tags are 32
 // bits: a TTL stamp 2^32 clocks or seconds after a row's previous one would
 // look current, far beyond any run.
 //

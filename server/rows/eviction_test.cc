@@ -132,6 +132,48 @@ TEST(EvictionTest, ExactOrderSurvivesManyAccessesAndCompactions) {
   EXPECT_EQ(victims, std::vector<uint32_t>(order.begin(), order.end() - 1));
 }
 
+// Compactions meet dropped slots (their entries must go) and slots reused by
+// new rows (only the new row's entries count), as a table at its capacity
+// does: every step accesses a few rows, creates one and drops the victim.
+TEST(EvictionTest, ExactOrderWithDropsAndReusedSlotsAcrossCompactions) {
+  EvictionConfig c;
+  constexpr uint32_t kRows = 64;
+  c.max_rows_per_shard = kRows;
+  Rule r(c, kRows);
+  std::vector<uint32_t> order;  // reference LRU of live slots, oldest first
+  for (uint32_t s = 0; s < kRows; ++s) {
+    r.policy->OnCreate({s}, {});
+    order.push_back(s);
+  }
+  auto touch = [&order](uint32_t s) {
+    order.erase(std::find(order.begin(), order.end(), s));
+    order.push_back(s);
+  };
+  uint64_t x = 7;
+  uint64_t next_id = 1000;
+  // Each step accesses the 8 most recent rows 30 times and one row at
+  // random, so the other rows age out in order, ~56 steps (1700 entries)
+  // after their last access: the queue past its head outgrows the
+  // compaction threshold (64 x 1.5 + 1024) again and again.
+  for (int i = 0; i < 2000; ++i) {
+    for (int k = 0; k <= 30; ++k) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const uint32_t s = k < 30 ? order[kRows - 1 - (x >> 33) % 8]
+                                : order[(x >> 33) % kRows];
+      r.policy->OnAccess({s}, false, {});
+      touch(s);
+    }
+    const uint32_t slot = r.index.Insert(next_id++);  // one row over: M + 1
+    r.policy->OnCreate({slot}, {});
+    order.push_back(slot);
+    const std::vector<uint32_t> victims = r.ExpiredAt({}, kRows + 1);
+    ASSERT_EQ(victims, std::vector<uint32_t>{order.front()}) << "step " << i;
+    r.index.Remove(victims[0]);
+    order.erase(order.begin());
+  }
+  EXPECT_EQ(r.policy->Export().slots, order);
+}
+
 TEST(EvictionTest, OrderSurvivesExportAndImport) {
   EvictionConfig c;
   c.ttl_clocks = 1;
