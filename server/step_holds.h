@@ -24,6 +24,7 @@
 #ifndef PS_SERVER_STEP_HOLDS_H_
 #define PS_SERVER_STEP_HOLDS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -61,6 +62,9 @@ class StepHolds {
   };
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, Held> holds_ ABSL_GUARDED_BY(mu_);
+  // !holds_.empty(), written under mu_ and read without it by Cap: a Cap
+  // that runs after a Hold returned sees it, as it would under mu_.
+  std::atomic<bool> any_{false};
 };
 
 }  // namespace ps
