@@ -1,12 +1,16 @@
 """Each status family raises its own exception with the message (the
 server's, where the server produced the error)."""
 
+import os
+import shutil
+import signal
 import threading
 import time
 
 import numpy as np
 import pytest
 
+import local_processes
 import ps_client
 from ps_client import errors
 
@@ -167,3 +171,68 @@ def test_cancelled_when_the_client_closes_under_a_waiting_pull(cluster):
                        "closed"):
         a.pull_dense("w")
     b.close()
+
+
+def test_unavailable_from_a_paused_server(make_cluster):
+    # A control call's deadline means the server did not answer in time:
+    # the SDK reports that as UNAVAILABLE (client_impl.cc, Annotate), with
+    # gRPC's reason; DeadlineExceeded never reaches the caller.
+    cluster = make_cluster("tables:\n  - {name: w, kind: dense, size: 4}\n",
+                           num_servers=1)
+    with ps_client.connect(servers=cluster.addresses,
+                           rpc_timeout_ms=300) as client:
+        assert client.stats()[0].shard_index == 0
+        os.kill(cluster.server_pid(0), signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            with pytest.raises(ps_client.Unavailable) as e:
+                client.stats()
+            assert e.value.code == 14
+            assert e.value.message == (
+                f"GetStats on server {cluster.addresses[0]} (shard 0): "
+                "Deadline Exceeded")
+            assert time.monotonic() - start < 5
+        finally:
+            os.kill(cluster.server_pid(0), signal.SIGCONT)
+        # Resumed, the same client is served again.
+        assert client.stats()[0].shard_index == 0
+
+
+def test_internal_when_the_checkpoint_directory_became_a_file(make_cluster,
+                                                              tmp_path):
+    directory = tmp_path / "checkpoints"
+    cluster = make_cluster(
+        f"server:\n  checkpoint_dir: {directory}\n"
+        "tables:\n  - {name: w, kind: dense, size: 4}\n", num_servers=1)
+    with ps_client.connect(servers=cluster.addresses) as client:
+        assert len(client.checkpoint()) == 1
+        # The volume is swapped for a file under the running server.
+        shutil.rmtree(directory)
+        directory.write_text("not a directory")
+        with pytest.raises(ps_client.Internal) as e:
+            client.checkpoint()
+        assert e.value.code == 13
+        assert f"creating directory {directory}/" in e.value.message
+        assert e.value.message.endswith("Not a directory")
+        # The server keeps serving.
+        np.testing.assert_array_equal(client.pull_dense("w").wait(),
+                                      np.zeros(4))
+
+
+@pytest.mark.skipif(not os.access(local_processes.ETCD, os.X_OK),
+                    reason="etcd-server is not installed")
+def test_unimplemented_from_a_grpc_server_that_is_not_a_parameter_server(
+        tmp_path):
+    # etcd speaks gRPC but has no ps.ParameterServer service: an address
+    # that points at the wrong service fails at once, with gRPC's reason.
+    processes = local_processes.Processes()
+    try:
+        port = local_processes.start_etcd(processes, tmp_path)
+        start = time.monotonic()
+        with pytest.raises(ps_client.Unimplemented) as e:
+            ps_client.connect(servers=[f"127.0.0.1:{port}"])
+        assert e.value.code == 12
+        assert "unknown service ps.proto.ParameterServer" in e.value.message
+        assert time.monotonic() - start < 5
+    finally:
+        processes.stop()

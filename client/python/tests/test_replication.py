@@ -7,65 +7,20 @@ applied exactly once on the new one."""
 import os
 import re
 import signal
-import socket
-import subprocess
-import time
 
 import numpy as np
 import pytest
 
 import ps_client
+from local_processes import ETCD, Processes, read, start_etcd, wait_for
 from ps_client.testing import find_server_binary
 
-ETCD = "/usr/bin/etcd"
 SIZE = 16
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.02)
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
-
-
-class _Processes:
-    """Started processes, SIGKILLed at the end of the test."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, args, log_path):
-        log = open(log_path, "w")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        self.procs.append(proc)
-        return proc
-
-    def stop(self):
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
 def processes():
-    p = _Processes()
+    p = Processes()
     yield p
     p.stop()
 
@@ -74,23 +29,7 @@ def processes():
                     reason="etcd-server is not installed")
 def test_connect_from_config_follows_the_primary_across_a_kill(
         processes, tmp_path):
-    client_port, peer_port = _free_port(), _free_port()
-    client_url = f"http://127.0.0.1:{client_port}"
-    peer_url = f"http://127.0.0.1:{peer_port}"
-    processes.start([
-        ETCD, "--name=local", f"--data-dir={tmp_path / 'etcd'}",
-        f"--listen-client-urls={client_url}",
-        f"--advertise-client-urls={client_url}",
-        f"--listen-peer-urls={peer_url}",
-        f"--initial-advertise-peer-urls={peer_url}",
-        f"--initial-cluster=local={peer_url}", "--initial-cluster-state=new",
-        "--heartbeat-interval=25", "--election-timeout=250",
-        "--grpc-keepalive-min-time=500ms"], tmp_path / "etcd.log")
-
-    def etcd_up():
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", client_port)) == 0
-    _wait_for(etcd_up, 20, "etcd did not start: " + _read(tmp_path / "etcd.log"))
+    client_port = start_etcd(processes, tmp_path)
 
     config = tmp_path / "cluster.yaml"
     config.write_text(f"""
@@ -120,20 +59,20 @@ tables:
         proc = processes.start([
             find_server_binary(), f"--config={config}", "--index=0",
             "--listen=127.0.0.1:0", f"--port_file={port_file}"], log)
-        _wait_for(lambda: _read(port_file).strip(), 20,
-                  f"replica {i} wrote no port: " + _read(log))
-        address = f"127.0.0.1:{_read(port_file).strip()}"
+        wait_for(lambda: read(port_file).strip(), 20,
+                  f"replica {i} wrote no port: " + read(log))
+        address = f"127.0.0.1:{read(port_file).strip()}"
         replicas.append((proc, address, log))
         if i == 0:
-            _wait_for(lambda: "is primary" in _read(log), 20,
-                      "replica 0 did not become primary: " + _read(log))
+            wait_for(lambda: "is primary" in read(log), 20,
+                      "replica 0 did not become primary: " + read(log))
     a_proc, a, a_log = replicas[0]
     b_proc, b, b_log = replicas[1]
     # Ids in the in_sync set are "<address>/<incarnation>".
     a_id, b_id = re.escape(a) + "/[0-9a-f]+", re.escape(b) + "/[0-9a-f]+"
     both = re.compile(r"in_sync = \[(%s,%s|%s,%s)\]" % (a_id, b_id, b_id, a_id))
-    _wait_for(lambda: both.search(_read(a_log)), 20,
-              "the backup did not get in sync: " + _read(b_log))
+    wait_for(lambda: both.search(read(a_log)), 20,
+              "the backup did not get in sync: " + read(b_log))
 
     plus_one = np.full(SIZE, -1.0, np.float32)  # SGD(lr 1): each push +1
     with ps_client.connect(str(config)) as client:
@@ -146,7 +85,7 @@ tables:
         for _ in range(100):
             client.push_dense(w, plus_one).wait()
         values = client.pull_dense(w).wait()
-        assert values.tolist() == [200.0] * SIZE, _read(b_log)
-        assert "is primary" in _read(b_log)
+        assert values.tolist() == [200.0] * SIZE, read(b_log)
+        assert "is primary" in read(b_log)
         # Control calls reach the new primary too.
         assert len(client.stats()) == 1
