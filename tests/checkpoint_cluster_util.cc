@@ -16,6 +16,20 @@
 
 namespace ps::testing {
 
+std::string CheckpointedTableYaml(uint64_t size, absl::string_view consistency,
+                                  absl::string_view dir,
+                                  absl::string_view more_server_lines) {
+  return absl::StrCat(R"(
+tables:
+  - name: w
+    kind: dense
+    size: )", size, R"(
+    consistency: )", consistency, R"(
+    optimizer: {type: sgd, learning_rate: 1.0}
+server:
+  checkpoint_dir: ")", dir, "\"\n", more_server_lines);
+}
+
 std::string FreshTestDir(const std::string& name) {
   const std::string dir = absl::StrCat(TestTempDir(), "/", name);
   std::filesystem::remove_all(dir);

@@ -1,6 +1,7 @@
 // Helpers of the multi-process checkpoint tests (cluster_checkpoint_test,
-// peer_checkpoint_test): a LocalCluster whose dense table 0 of `size`
-// elements uses SGD with learning rate 1, so pushing -delta adds delta.
+// peer_checkpoint_test, checkpoint_enospc_test, checkpoint_exit_test): a
+// LocalCluster whose dense table 0 of `size` elements uses SGD with learning
+// rate 1, so pushing -delta adds delta.
 // gtest assertions report failures in the calling test.
 #ifndef PS_TESTS_CHECKPOINT_CLUSTER_UTIL_H_
 #define PS_TESTS_CHECKPOINT_CLUSTER_UTIL_H_
@@ -9,9 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "tests/cluster_harness.h"
 
 namespace ps::testing {
+
+// The config body of these clusters: dense table "w" (table 0) of `size`
+// elements with `consistency` and SGD at learning rate 1, and a `server:`
+// section with checkpoint_dir `dir` then `more_server_lines` (each
+// "  key: value\n").
+std::string CheckpointedTableYaml(uint64_t size, absl::string_view consistency,
+                                  absl::string_view dir,
+                                  absl::string_view more_server_lines = "");
 
 // "$TEST_TMPDIR/<name>", removed if it exists.
 std::string FreshTestDir(const std::string& name);

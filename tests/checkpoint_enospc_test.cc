@@ -26,6 +26,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
 
@@ -79,15 +80,7 @@ TEST(CheckpointEnospcTest, FullDiskUnderTheFinalCheckpointExitsOneAndKeepsTheOld
   ClusterSpec spec;
   spec.num_servers = 1;
   spec.num_workers = 1;
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: )", kSize, R"(
-    consistency: async
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  checkpoint_dir: ")", dir, "\"\n");
+  spec.body_yaml = CheckpointedTableYaml(kSize, "async", dir);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start(spec);
   ASSERT_TRUE(cluster.ok()) << cluster.status();

@@ -21,6 +21,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/checkpoint_cluster_util.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_process.h"
 
@@ -43,17 +44,7 @@ void WriteFile(const std::string& path, const std::string& content) {
 }
 
 std::string ConfigBody(const std::string& checkpoint_dir) {
-  return absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: 8
-    consistency: async
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  checkpoint_dir: ")",
-                      checkpoint_dir, R"("
-)");
+  return CheckpointedTableYaml(8, "async", checkpoint_dir);
 }
 
 // Runs ps_server (one shard) on `checkpoint_dir` and returns its exit status

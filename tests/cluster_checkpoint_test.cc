@@ -50,19 +50,10 @@ ClusterSpec Spec(const std::string& dir, int interval_s) {
   ClusterSpec spec;
   spec.num_servers = 2;
   spec.num_workers = 1;
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: 8
-    consistency: async
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  checkpoint_dir: ")", dir, "\"\n",
-                                interval_s > 0
-                                    ? absl::StrCat("  checkpoint_interval_s: ",
-                                                   interval_s, "\n")
-                                    : "");
+  spec.body_yaml = CheckpointedTableYaml(
+      kSize, "async", dir,
+      interval_s > 0 ? absl::StrCat("  checkpoint_interval_s: ", interval_s, "\n")
+                     : "");
   return spec;
 }
 
@@ -185,15 +176,7 @@ TEST(ClusterCheckpointTest, CheckpointsDuringSyncTrainingCutEveryShardAtOneStep)
   ClusterSpec spec;
   spec.num_servers = 2;
   spec.num_workers = 2;
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: 8
-    consistency: sync
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  checkpoint_dir: ")", dir, "\"\n");
+  spec.body_yaml = CheckpointedTableYaml(kSize, "sync", dir);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start(spec);
   ASSERT_TRUE(cluster.ok()) << cluster.status();

@@ -67,19 +67,13 @@ ClusterSpec Spec(const std::string& root, int peer_timeout_s,
   spec.num_workers = 1;
   spec.fixed_ports = true;  // the servers find each other in cluster.servers
   // The config's directory is never used: every server gets its own.
-  spec.body_yaml = absl::StrCat(R"(
-tables:
-  - name: w
-    kind: dense
-    size: 9
-    consistency: )", consistency, R"(
-    optimizer: {type: sgd, learning_rate: 1.0}
-server:
-  checkpoint_dir: ")", root, R"(/unused"
-  checkpoint_agreement: peers
-  checkpoint_peer_timeout_s: )", peer_timeout_s, "\n",
-      interval_s > 0 ? absl::StrCat("  checkpoint_interval_s: ", interval_s, "\n")
-                     : "");
+  spec.body_yaml = CheckpointedTableYaml(
+      9, consistency, absl::StrCat(root, "/unused"),
+      absl::StrCat("  checkpoint_agreement: peers\n"
+                   "  checkpoint_peer_timeout_s: ", peer_timeout_s, "\n",
+                   interval_s > 0 ? absl::StrCat("  checkpoint_interval_s: ",
+                                                 interval_s, "\n")
+                                  : ""));
   for (int i = 0; i < kShards; ++i) {
     spec.server_flags.push_back({"--checkpoint_dir=" + OwnDir(root, i)});
   }

@@ -194,6 +194,29 @@ server:
 )");
 }
 
+// The sync cases' scene: hosts a-e (TestNetwork::Create) and two servers in
+// a and b running SyncJobYaml(server_extra). Skips the test where
+// namespaces are unavailable: call it in ASSERT_NO_FATAL_FAILURE, then
+// return if IsSkipped().
+void StartSyncCluster(const std::string& server_extra,
+                      std::unique_ptr<TestNetwork>* net,
+                      std::unique_ptr<LocalCluster>* cluster) {
+  absl::StatusOr<std::unique_ptr<TestNetwork>> created =
+      TestNetwork::Create({"a", "b", "c", "d", "e"});
+  PS_SKIP_IF_NETNS_UNAVAILABLE(created.status());
+  ASSERT_TRUE(created.ok()) << created.status();
+  *net = *std::move(created);
+  ClusterSpec spec;
+  spec.num_servers = 2;
+  spec.num_workers = 2;
+  spec.body_yaml = SyncJobYaml(server_extra);
+  spec.placements = {(*net)->Place("a"), (*net)->Place("b")};
+  absl::StatusOr<std::unique_ptr<LocalCluster>> started =
+      LocalCluster::Start(spec);
+  ASSERT_TRUE(started.ok()) << started.status();
+  *cluster = *std::move(started);
+}
+
 // Starts sync worker `w` (tests/membership_worker) in its host, logging to
 // `log`, writing the job's step to `progress`.
 absl::StatusOr<std::unique_ptr<TestProcess>> StartSyncWorker(
@@ -260,21 +283,10 @@ std::vector<double> ShardValues(TestNetwork& net, const LocalCluster& cluster,
 TEST(NetnsChaosTest, SeededCutsAndPausesDuringASyncJobFinishExactly) {
   constexpr int kSteps = 800;
   const uint32_t seed = ChaosSeed();
-  absl::StatusOr<std::unique_ptr<TestNetwork>> created =
-      TestNetwork::Create({"a", "b", "c", "d", "e"});
-  PS_SKIP_IF_NETNS_UNAVAILABLE(created.status());
-  ASSERT_TRUE(created.ok()) << created.status();
-  std::unique_ptr<TestNetwork> net = *std::move(created);
-
-  ClusterSpec spec;
-  spec.num_servers = 2;
-  spec.num_workers = 2;
-  spec.body_yaml = SyncJobYaml("");
-  spec.placements = {net->Place("a"), net->Place("b")};
-  absl::StatusOr<std::unique_ptr<LocalCluster>> started =
-      LocalCluster::Start(spec);
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<LocalCluster> cluster = *std::move(started);
+  std::unique_ptr<TestNetwork> net;
+  std::unique_ptr<LocalCluster> cluster;
+  ASSERT_NO_FATAL_FAILURE(StartSyncCluster("", &net, &cluster));
+  if (IsSkipped()) return;
 
   std::unique_ptr<TestProcess> workers[2];
   for (int w = 0; w < 2; ++w) {
@@ -441,25 +453,15 @@ TEST(NetnsChaosTest, SeededKillsPausesAndCutsDuringASyncJobFinish) {
   constexpr int kSteps = 1200;
   constexpr int kKillEvents = 10;
   const uint32_t seed = ChaosSeed();
-  absl::StatusOr<std::unique_ptr<TestNetwork>> created =
-      TestNetwork::Create({"a", "b", "c", "d", "e"});
-  PS_SKIP_IF_NETNS_UNAVAILABLE(created.status());
-  ASSERT_TRUE(created.ok()) << created.status();
-  std::unique_ptr<TestNetwork> net = *std::move(created);
-
   const std::string checkpoints = absl::StrCat(TestTempDir(), "/kill_chaos");
   std::filesystem::remove_all(checkpoints);
-  ClusterSpec spec;
-  spec.num_servers = 2;
-  spec.num_workers = 2;
-  spec.body_yaml = SyncJobYaml(absl::StrCat("  checkpoint_dir: \"",
-                                            checkpoints,
-                                            "\"\n  checkpoint_interval_s: 1\n"));
-  spec.placements = {net->Place("a"), net->Place("b")};
-  absl::StatusOr<std::unique_ptr<LocalCluster>> started =
-      LocalCluster::Start(spec);
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<LocalCluster> cluster = *std::move(started);
+  std::unique_ptr<TestNetwork> net;
+  std::unique_ptr<LocalCluster> cluster;
+  ASSERT_NO_FATAL_FAILURE(StartSyncCluster(
+      absl::StrCat("  checkpoint_dir: \"", checkpoints,
+                   "\"\n  checkpoint_interval_s: 1\n"),
+      &net, &cluster));
+  if (IsSkipped()) return;
 
   SyncWorkers workers(*net, *cluster, kSteps);
   for (int w = 0; w < 2; ++w) ASSERT_TRUE(workers.Start(w).ok());
