@@ -54,6 +54,8 @@ class RowIndex {
   void Remove(uint32_t slot);
 
   bool live(uint32_t slot) const { return slot < live_.size() && live_[slot]; }
+  // live(slot) for every slot < num_slots(), one bit each.
+  const std::vector<bool>& liveness() const { return live_; }
   // The id in live `slot`.
   uint64_t id_at(uint32_t slot) const {
     uint64_t id;
