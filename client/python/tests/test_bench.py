@@ -1,8 +1,10 @@
-"""The benchmark runs end to end (a smoke run: tiny counts, no figures
-asserted; timings are taken with `bazel run` on a quiet machine)."""
+"""The benchmark runs end to end (a smoke run: tiny counts; its timings are
+not asserted, only how it derives its verdicts from them: they are taken
+with `bazel run` on a quiet machine)."""
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -15,17 +17,28 @@ def test_python_vs_cpp_bench_prints_a_table_and_json():
          os.path.join(R, "client/python/bench/python_vs_cpp_bench.py"),
          f"--cpp_bench={R}/client/python/sdk_call_bench",
          f"--server_bin={R}/server/ps_server",
-         "--rounds=2", "--small_ops=20", "--big_ops=2"],
+         "--rounds=3", "--small_ops=20", "--big_ops=2"],
         capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[1].split()[:3] == ["case", "C++", "SDK"]
     result = json.loads(lines[-1])
     cold = result["results"].pop("pull_4k_cpp_cold_caches")
-    assert len(cold["rounds"]) == 2 and cold["cpp"] > 0
+    assert len(cold["rounds"]) == 3 and cold["cpp"] > 0
     assert cold["touch_kib"] == 1024
     assert set(result["results"]) == {"pull_4k", "pull_4k_alloc", "push_16m",
                                       "push_16m_zero_copy"}
-    for case in result["results"].values():
-        assert len(case["rounds"]["cpp"]) == len(case["rounds"]["python"]) == 2
+    for name, case in result["results"].items():
+        cpp, python = case["rounds"]["cpp"], case["rounds"]["python"]
+        assert len(cpp) == len(python) == 3
         assert case["cpp"] > 0 and case["python"] > 0
+        # Paired: the median of the rounds' own comparisons (not the
+        # comparison of the two medians).
+        if name.startswith("pull_4k"):
+            paired = statistics.median(p - c for p, c in zip(python, cpp))
+            assert case["added_us"] == paired
+            assert case["met"] == (paired <= 10.0)
+        else:
+            paired = statistics.median(p / c for p, c in zip(python, cpp))
+            assert case["ratio"] == paired
+            assert case["met"] == (paired >= 0.95)
