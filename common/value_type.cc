@@ -1,5 +1,7 @@
 #include "common/value_type.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -119,10 +121,103 @@ void Encode16(absl::Span<const float> in, char* out) {
   }
 }
 
+// Values per block of Decode16: a fixed trip count, so gcc -O2's "very
+// cheap" vectorizer turns bfloat16's block loop into SIMD code (a loop over
+// the whole span stayed scalar: 0.54 ns per value, against 0.10 now).
+constexpr size_t kDecodeBlock = 64;
+
 template <float (*kConvert)(uint16_t)>
 void Decode16(absl::string_view in, float* out) {
   const size_t n = in.size() / 2;
-  for (size_t i = 0; i < n; ++i) out[i] = kConvert(Load16(in.data() + 2 * i));
+  size_t i = 0;
+  for (; i + kDecodeBlock <= n; i += kDecodeBlock) {
+    uint16_t block[kDecodeBlock];
+    std::memcpy(block, in.data() + 2 * i, sizeof(block));
+    for (size_t j = 0; j < kDecodeBlock; ++j) out[i + j] = kConvert(block[j]);
+  }
+  for (; i < n; ++i) out[i] = kConvert(Load16(in.data() + 2 * i));
+}
+
+// float16 by the F16C instructions where the CPU has them (x86-64 since
+// 2012): 8 values per instruction, round to nearest even with subnormals and
+// overflow to Inf exactly as FloatToHalf / HalfToFloat (value_type_test
+// compares them over every half and a spread of floats); a NaN stays a NaN,
+// its payload bits may differ. Elsewhere the scalar loops above. 0.07 ns
+// per value either way, against 0.97 for the scalar loops.
+__attribute__((target("avx,f16c"))) void EncodeHalfF16c(
+    absl::Span<const float> in, char* out) {
+  size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(in.data() + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
+  }
+  Encode16<FloatToHalf>(in.subspan(i), out + 2 * i);
+}
+
+__attribute__((target("avx,f16c"))) void DecodeHalfF16c(absl::string_view in,
+                                                        float* out) {
+  const size_t n = in.size() / 2;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + 2 * i));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  Decode16<HalfToFloat>(in.substr(2 * i), out + i);
+}
+
+// FloatToBfloat16, 8 values at a time with SSE2 (every x86-64 CPU): gcc
+// -O2 leaves the scalar loop unvectorized (0.79 ns per value; 0.25-0.65
+// here, depending on where the buffers fall).
+void EncodeBfloat16(absl::Span<const float> in, char* out) {
+  const __m128i lsb = _mm_set1_epi32(1);
+  const __m128i bias = _mm_set1_epi32(0x7fff);
+  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
+  const __m128i inf = _mm_set1_epi32(0x7f800000);
+  const __m128i quiet = _mm_set1_epi32(0x40);
+  auto convert4 = [&](const float* p) {
+    const __m128i x = _mm_castps_si128(_mm_loadu_ps(p));
+    const __m128i rounded = _mm_srli_epi32(
+        _mm_add_epi32(_mm_add_epi32(x, bias),
+                      _mm_and_si128(_mm_srli_epi32(x, 16), lsb)),
+        16);
+    const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(x, abs_mask), inf);
+    const __m128i quiet_nan = _mm_or_si128(_mm_srli_epi32(x, 16), quiet);
+    const __m128i v = _mm_or_si128(_mm_and_si128(nan, quiet_nan),
+                                   _mm_andnot_si128(nan, rounded));
+    // Sign-extend the low 16 bits so the saturating pack keeps them exact.
+    return _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+  };
+  size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    const __m128i packed =
+        _mm_packs_epi32(convert4(in.data() + i), convert4(in.data() + i + 4));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), packed);
+  }
+  Encode16<FloatToBfloat16>(in.subspan(i), out + 2 * i);
+}
+
+bool HasF16c() {
+  static const bool has =
+      __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+void EncodeHalf(absl::Span<const float> in, char* out) {
+  if (HasF16c()) {
+    EncodeHalfF16c(in, out);
+  } else {
+    Encode16<FloatToHalf>(in, out);
+  }
+}
+
+void DecodeHalf(absl::string_view in, float* out) {
+  if (HasF16c()) {
+    DecodeHalfF16c(in, out);
+  } else {
+    Decode16<HalfToFloat>(in, out);
+  }
 }
 
 template <uint16_t kExponentMask>
@@ -140,10 +235,10 @@ constexpr ValueTypeInfo kTypes[] = {
      &EncodeFloat32, &DecodeFloat32, &AllFiniteFloats},
     {ValueType::kFloat16, "float16",
      "IEEE 754 half precision (2 bytes; 11-bit significand, max 65504)", 2,
-     &Encode16<FloatToHalf>, &Decode16<HalfToFloat>, &AllFinite16<0x7c00u>},
+     &EncodeHalf, &DecodeHalf, &AllFinite16<0x7c00u>},
     {ValueType::kBfloat16, "bfloat16",
      "bfloat16 (2 bytes; float32's range, 8-bit significand)", 2,
-     &Encode16<FloatToBfloat16>, &Decode16<Bfloat16ToFloat>,
+     &EncodeBfloat16, &Decode16<Bfloat16ToFloat>,
      &AllFinite16<0x7f80u>},
 };
 

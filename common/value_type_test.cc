@@ -77,6 +77,81 @@ TEST(ValueTypeTest, Bfloat16RoundsToNearestEven) {
   }
 }
 
+// Spans of 8 and more take the SIMD paths (F16C / SSE2 / blocks of 64);
+// single values the scalar code. Both must give the same bits, except that
+// a NaN only has to stay a NaN.
+float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+bool IsNan16(ValueType type, uint16_t bits) {
+  const uint16_t exponent = type == ValueType::kFloat16 ? 0x7c00u : 0x7f80u;
+  return (bits & exponent) == exponent && (bits & ~exponent & 0x7fffu) != 0;
+}
+
+void ExpectSimdEncodeMatchesScalar(ValueType type) {
+  const ValueTypeInfo& info = InfoOf(type);
+  std::mt19937 rng(11);
+  // Ties, subnormal and overflow edges first (SIMD positions), then every
+  // exponent: bits drawn at random, 20003 so that the last 3 are scalar.
+  std::vector<float> in = {1.0f + std::ldexp(1.0f, -11),  // float16 tie
+                           1.0f + std::ldexp(1.0f, -8),   // bfloat16 tie
+                           1.0f + 3 * std::ldexp(1.0f, -8),
+                           std::ldexp(1.0f, -25), std::ldexp(3.0f, -26),
+                           65519.0f, 65520.0f, -0.0f, std::ldexp(1.0f, -140),
+                           std::numeric_limits<float>::infinity(), -3e38f};
+  while (in.size() < 20003) in.push_back(FromBits(static_cast<uint32_t>(rng())));
+  std::string all(in.size() * 2, '\0');
+  info.encode(in, all.data());
+  for (size_t i = 0; i < in.size(); ++i) {
+    char one[2];
+    info.encode(absl::MakeConstSpan(&in[i], 1), one);
+    uint16_t simd, scalar;
+    std::memcpy(&simd, all.data() + 2 * i, 2);
+    std::memcpy(&scalar, one, 2);
+    if (std::isnan(in[i])) {
+      EXPECT_TRUE(IsNan16(type, simd)) << i;
+    } else {
+      ASSERT_EQ(simd, scalar) << info.name << " value " << in[i];
+    }
+  }
+}
+
+void ExpectSimdDecodeMatchesScalar(ValueType type) {
+  const ValueTypeInfo& info = InfoOf(type);
+  std::string every(65536 * 2, '\0');  // every 16-bit pattern
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const uint16_t v = static_cast<uint16_t>(b);
+    std::memcpy(every.data() + 2 * b, &v, 2);
+  }
+  std::vector<float> all(65536);
+  info.decode(every, all.data());
+  for (uint32_t b = 0; b < 65536; ++b) {
+    float scalar;
+    info.decode(absl::string_view(every.data() + 2 * b, 2), &scalar);
+    if (IsNan16(type, static_cast<uint16_t>(b))) {
+      EXPECT_TRUE(std::isnan(all[b])) << b;
+    } else {
+      uint32_t x, y;
+      std::memcpy(&x, &all[b], 4);
+      std::memcpy(&y, &scalar, 4);
+      ASSERT_EQ(x, y) << info.name << " bits " << b;
+    }
+  }
+}
+
+TEST(ValueTypeTest, Float16SimdPathsMatchTheScalarCode) {
+  ExpectSimdEncodeMatchesScalar(ValueType::kFloat16);
+  ExpectSimdDecodeMatchesScalar(ValueType::kFloat16);
+}
+
+TEST(ValueTypeTest, Bfloat16SimdPathsMatchTheScalarCode) {
+  ExpectSimdEncodeMatchesScalar(ValueType::kBfloat16);
+  ExpectSimdDecodeMatchesScalar(ValueType::kBfloat16);
+}
+
 TEST(ValueTypeTest, FinitenessScanFindsNanAndInfAcrossPieces) {
   for (const ValueTypeInfo& info : AllValueTypes()) {
     std::vector<float> v(1000, 1.0f);
