@@ -1,6 +1,8 @@
 #include "common/value_type.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -138,6 +140,7 @@ void Decode16(absl::string_view in, float* out) {
   for (; i < n; ++i) out[i] = kConvert(Load16(in.data() + 2 * i));
 }
 
+#if defined(__x86_64__)
 // float16 by the F16C instructions where the CPU has them (x86-64 since
 // 2012): 8 values per instruction, round to nearest even with subnormals and
 // overflow to Inf exactly as FloatToHalf / HalfToFloat (value_type_test
@@ -219,6 +222,17 @@ void DecodeHalf(absl::string_view in, float* out) {
     Decode16<HalfToFloat>(in, out);
   }
 }
+#else  // other CPUs: the scalar loops
+void EncodeHalf(absl::Span<const float> in, char* out) {
+  Encode16<FloatToHalf>(in, out);
+}
+void DecodeHalf(absl::string_view in, float* out) {
+  Decode16<HalfToFloat>(in, out);
+}
+void EncodeBfloat16(absl::Span<const float> in, char* out) {
+  Encode16<FloatToBfloat16>(in, out);
+}
+#endif
 
 template <uint16_t kExponentMask>
 bool AllFinite16(absl::string_view in) {
