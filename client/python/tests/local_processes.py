@@ -1,6 +1,7 @@
 """Helpers of the tests that start processes beside LocalCluster's
 servers: free ports, waiting, logs, and a real etcd (``/usr/bin/etcd``)."""
 
+import os
 import socket
 import subprocess
 import time
@@ -31,6 +32,18 @@ def read(path):
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+def all_stopped(pid):
+    """Whether every thread of process ``pid`` is stopped (SIGSTOP takes
+    effect asynchronously, thread by thread)."""
+    task = f"/proc/{pid}/task"
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/stat") as f:
+            # "tid (comm) state ...": comm may hold spaces and parentheses.
+            if f.read().rsplit(")", 1)[1].split()[0] != "T":
+                return False
+    return True
 
 
 class Processes:

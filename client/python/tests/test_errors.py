@@ -182,8 +182,13 @@ def test_unavailable_from_a_paused_server(make_cluster):
     with ps_client.connect(servers=cluster.addresses,
                            rpc_timeout_ms=300) as client:
         assert client.stats()[0].shard_index == 0
-        os.kill(cluster.server_pid(0), signal.SIGSTOP)
+        pid = cluster.server_pid(0)
+        os.kill(pid, signal.SIGSTOP)
         try:
+            # The stop is asynchronous: a loaded machine may run a server
+            # thread (and answer) after kill() returned.
+            local_processes.wait_for(lambda: local_processes.all_stopped(pid),
+                                     10, "the server did not stop")
             start = time.monotonic()
             with pytest.raises(ps_client.Unavailable) as e:
                 client.stats()
@@ -193,7 +198,7 @@ def test_unavailable_from_a_paused_server(make_cluster):
                 "Deadline Exceeded")
             assert time.monotonic() - start < 5
         finally:
-            os.kill(cluster.server_pid(0), signal.SIGCONT)
+            os.kill(pid, signal.SIGCONT)
         # Resumed, the same client is served again.
         assert client.stats()[0].shard_index == 0
 
