@@ -1,6 +1,7 @@
 #include "common/value_type.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -201,9 +202,18 @@ void EncodeBfloat16(absl::Span<const float> in, char* out) {
   Encode16<FloatToBfloat16>(in.subspan(i), out + 2 * i);
 }
 
+// CPUID, not __builtin_cpu_supports("f16c"), which clang (the fuzzers'
+// compiler) does not know: the CPU has AVX and F16C and the OS saves the
+// AVX registers (OSXSAVE, and XCR0's SSE and AVX bits).
 bool HasF16c() {
-  static const bool has =
-      __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    if (!(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE)) return false;
+    unsigned xcr0_low, xcr0_high;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    return (xcr0_low & 6u) == 6u;
+  }();
   return has;
 }
 
