@@ -4,7 +4,8 @@
 // measured in the same run.
 //
 //   bazel run -c opt //tests/bench:sparse_table_bench -- [--rows 1000000]
-//       [--seconds 2] [--rounds 5] [--quick] [--sections memory,lifecycle]
+//       [--seconds 2] [--rounds 5] [--tables_per_mode 3] [--quick]
+//       [--sections memory,lifecycle]
 //
 // memory: for each storage layout and dim, a table grows to --rows rows
 //   (pulls of distinct ids in batches of 10,000); bytes per row = the growth
@@ -19,11 +20,12 @@
 //   --seconds) with no lifecycle, with admission (count filter 2; every id
 //   already admitted: the lookup path), with a TTL rule (ttl_clocks), with
 //   a capacity rule (max_rows_per_shard), each set so that nothing is
-//   dropped (the bookkeeping alone), and with all three. The five tables
-//   exist together and take turns window by window, so the modes are
-//   compared interleaved; cost = the median over rounds of 1 - the mode's
-//   keys/s / plain keys/s in the same round (goal <= 10%), so a drift of
-//   the machine between rounds cancels out.
+//   dropped (the bookkeeping alone), and with all three. The modes' tables
+//   (--tables_per_mode each, used in turn) exist together and take turns
+//   window by window, so the modes are compared interleaved; cost = the
+//   median over rounds of 1 - the mode's keys/s / plain keys/s in the same
+//   round (goal <= 10%), so a drift of the machine between rounds cancels
+//   out.
 //   Ceiling: the same rows' data movement with their store rows known up
 //   front (a memcpy per row for pulls, an axpy for pushes); also printed, an
 //   absl::flat_hash_map<uint64, uint32> lookup per id plus the memcpy.
@@ -60,6 +62,8 @@
 ABSL_FLAG(uint64_t, rows, 1000000, "memory: rows per table");
 ABSL_FLAG(double, seconds, 2.0, "lifecycle: seconds per measurement");
 ABSL_FLAG(int, rounds, 5, "lifecycle: rounds of one window per mode");
+ABSL_FLAG(int, tables_per_mode, 3,
+          "lifecycle: tables per mode, used in turn round by round");
 ABSL_FLAG(bool, quick, false, "smoke run: 50,000 rows, short windows");
 ABSL_FLAG(std::string, sections, "memory,lifecycle",
           "comma-separated: memory, lifecycle");
@@ -342,28 +346,36 @@ std::string RunLifecycle(double seconds, bool quick) {
   std::printf("%-10s %14s %14s %10s %10s %12s %12s\n", "mode", "pull_keys/cpu_s",
               "push_keys/cpu_s", "pull_cost", "push_cost", "pull/ceiling",
               "push/ceiling");
-  // Every mode's table exists at once and the modes take turns window by
+  // Every mode's tables exist at once and the modes take turns window by
   // window (rounds of plain, admission, ..., each a pull window and a push
   // window), so a drift of the machine over the run hits every mode alike.
-  std::vector<std::unique_ptr<ShardTable>> tables;
-  for (const Mode& m : modes) {
-    TableConfig config = Sparse(kDim, "sgd", ValueType::kFloat32,
-                                ValueType::kFloat32);
-    if (m.admission) config.admission.min_count = 2;
-    if (m.ttl) config.eviction.ttl_clocks = int64_t{1} << 40;
-    if (m.capacity) config.eviction.max_rows_per_shard = 4 * space;
-    std::unique_ptr<ShardTable> table = MakeTable(config, backend.get());
-    // Every id gets its row (two pushes admit under the count filter).
-    for (int k = 0; k < 2; ++k) {
-      for (uint64_t first = 1; first <= space; first += kBatch) {
-        std::vector<uint64_t> ids;
-        for (uint64_t r = first; r < std::min(space + 1, first + kBatch); ++r) {
-          ids.push_back(bench::MixId(r));
+  // Each mode has --tables_per_mode tables, built interleaved and used in
+  // turn, round by round: one table per mode read up to +-14% in a run
+  // against another mode doing the same work (where a table's memory
+  // landed, presumably), which several tables average out.
+  const int copies = quick ? 1 : std::max(1, absl::GetFlag(FLAGS_tables_per_mode));
+  std::vector<std::vector<std::unique_ptr<ShardTable>>> tables(modes.size());
+  for (int copy = 0; copy < copies; ++copy) {
+    for (size_t m = 0; m < modes.size(); ++m) {
+      TableConfig config = Sparse(kDim, "sgd", ValueType::kFloat32,
+                                  ValueType::kFloat32);
+      if (modes[m].admission) config.admission.min_count = 2;
+      if (modes[m].ttl) config.eviction.ttl_clocks = int64_t{1} << 40;
+      if (modes[m].capacity) config.eviction.max_rows_per_shard = 4 * space;
+      std::unique_ptr<ShardTable> table = MakeTable(config, backend.get());
+      // Every id gets its row (two pushes admit under the count filter).
+      for (int k = 0; k < 2; ++k) {
+        for (uint64_t first = 1; first <= space; first += kBatch) {
+          std::vector<uint64_t> ids;
+          for (uint64_t r = first; r < std::min(space + 1, first + kBatch);
+               ++r) {
+            ids.push_back(bench::MixId(r));
+          }
+          Execute(*table, Request(proto::PUSH, ids, kDim));
         }
-        Execute(*table, Request(proto::PUSH, ids, kDim));
       }
+      tables[m].push_back(std::move(table));
     }
-    tables.push_back(std::move(table));
   }
   std::vector<std::vector<double>> pull_rates(modes.size()),
       push_rates(modes.size());
@@ -373,7 +385,7 @@ std::string RunLifecycle(double seconds, bool quick) {
     // same one.
     for (size_t k = 0; k < modes.size(); ++k) {
       const size_t m = (k + r) % modes.size();
-      ShardTable& table = *tables[m];
+      ShardTable& table = *tables[m][r % copies];
       pull_rates[m].push_back(WindowKeysPerSecond(
           batches, seconds, &next[m], [&](const auto&, size_t i) {
             Execute(table, pulls[(i - 1) % 32]);
