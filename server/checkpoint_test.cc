@@ -209,6 +209,24 @@ class CheckpointTest : public ::testing::Test {
     }
   }
 
+  // A new shard restored from the snapshot of another trained for `rounds`
+  // rounds (Train); the snapshot goes to `*saved` when given. Null, with a
+  // test failure, when the snapshot or the restore fails.
+  std::unique_ptr<Shard> RestoredAfter(int rounds, int64_t* clock,
+                                       ShardState* saved = nullptr) {
+    std::unique_ptr<Shard> a = NewShard();
+    Train(a.get(), rounds, clock);
+    absl::StatusOr<ShardState> state = a->Snapshot(absl::ZeroDuration());
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (!state.ok()) return nullptr;
+    std::unique_ptr<Shard> b = NewShard();
+    const absl::Status restored = b->Restore(*state);
+    EXPECT_TRUE(restored.ok()) << restored;
+    if (!restored.ok()) return nullptr;
+    if (saved != nullptr) *saved = *std::move(state);
+    return b;
+  }
+
   // Pulls of every table (values in request order).
   std::vector<std::string> PullAll(Shard* shard) {
     std::vector<std::string> out;
@@ -336,13 +354,9 @@ TEST_F(CheckpointTest, RoundTripIsExactAndTrainingContinuesIdentically) {
 // its sync tables there at once: the open step is applied, the empty steps
 // after it are skipped, not walked one by one.
 TEST_F(CheckpointTest, WorkersFarAheadOfARestoredShardSkipEmptyStepsAtOnce) {
-  std::unique_ptr<Shard> a = NewShard();
   int64_t clock = 0;
-  Train(a.get(), 2, &clock);
-  absl::StatusOr<ShardState> saved = a->Snapshot(absl::ZeroDuration());
-  ASSERT_TRUE(saved.ok()) << saved.status();
-  std::unique_ptr<Shard> b = NewShard();
-  ASSERT_TRUE(b->Restore(*saved).ok());
+  std::unique_ptr<Shard> b = RestoredAfter(2, &clock);
+  ASSERT_NE(b, nullptr);
 
   std::vector<uint64_t> versions;
   for (const TableConfig& t : config_.tables) {
@@ -660,13 +674,10 @@ TEST_F(CheckpointTest, CheckpointerThreadAnswersRequests) {
 // a heartbeat carries the worker's clock, so a restored shard catches its
 // workers up from their heartbeats alone and applies the lost steps empty.
 TEST_F(CheckpointTest, HeartbeatsCatchARestoredShardUp) {
-  std::unique_ptr<Shard> a = NewShard();
   int64_t clock = 0;
-  Train(a.get(), 1, &clock);
-  absl::StatusOr<ShardState> saved = a->Snapshot(absl::ZeroDuration());
-  ASSERT_TRUE(saved.ok()) << saved.status();
-  std::unique_ptr<Shard> b = NewShard();
-  ASSERT_TRUE(b->Restore(*saved).ok());
+  ShardState saved;
+  std::unique_ptr<Shard> b = RestoredAfter(1, &clock, &saved);
+  ASSERT_NE(b, nullptr);
   b->RestartMembership(absl::Now());
   b->Start();
   ShardTable* sync_table = b->FindTableForTesting(8);
@@ -684,7 +695,7 @@ TEST_F(CheckpointTest, HeartbeatsCatchARestoredShardUp) {
     absl::SleepFor(absl::Milliseconds(5));  // AdvanceSteps is scheduled
   }
   EXPECT_EQ(sync_table->steps(), 4);  // steps 1-3 applied empty
-  EXPECT_EQ(sync_table->version(), saved->tables[8].version);
+  EXPECT_EQ(sync_table->version(), saved.tables[8].version);
 }
 
 TEST(WorkerCatchUpTest, OnlyARestoredRegistryCatchesUpAndOnlyOnce) {
