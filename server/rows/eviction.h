@@ -22,7 +22,7 @@
 // are the rows in exact order of their last counted access, an access costs
 // a tag compare or write and an append, and a sweep walks from the oldest
 // end: O(rows dropped + stale entries passed). The queue is compacted in
-// place when it holds more than 1.5 x the live rows + 1024 entries
+// place when it holds more than 2 x the live rows + 1024 entries
 // (amortized O(1) per access; row_cost.h counts the memory), keeping each
 // live row's newest entry (found newest first with a bit per slot, without
 // reading the records). Tags are 32

@@ -8,9 +8,9 @@
 //                   sgd 0, momentum / adagrad 1, adam / adamw / ftrl 2)
 //     accumulator = dim x 4 for sync tables (the step's gradient sum)
 //     index       = kIndexBytesPerRow (id -> row; row_index.h)
-//     lifecycle   = 30 per TTL rule + 18 for max_rows_per_shard: each rule
+//     lifecycle   = 38 per TTL rule + 22 for max_rows_per_shard: each rule
 //                   keeps a 4-byte tag in the index record (x 1.5, the
-//                   records' growth) and a queue of at most 1.5 entries per
+//                   records' growth) and a queue of at most 2 entries per
 //                   row, of 16 bytes (TTL: slot, sequence, stamp) or 8
 //                   (capacity: slot, sequence); eviction.h
 //   plus, with a count filter, kPendingBytesPerId per id counted and not

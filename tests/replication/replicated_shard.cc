@@ -62,7 +62,7 @@ absl::Status ReplicatedShard::Start(const std::string& name,
 cluster: {servers: ["127.0.0.1:1"], num_workers: )", options.num_workers, R"(}
 auth_token: ")", options.auth_token, R"("
 replication:
-  factor: 2
+  factor: )", options.factor, R"(
   etcd_endpoints: [")", etcd_->endpoint(), R"("]
   lease_ttl_s: 1
   cluster_id: )", name,
@@ -172,7 +172,7 @@ absl::Status ReplicatedShard::WaitFor(const std::string& primary,
 }
 
 absl::StatusOr<std::unique_ptr<Client>> ReplicatedShard::Connect() const {
-  // FromConfig follows the primary on its own (replication.factor 2).
+  // FromConfig follows the primary on its own (replication.factor > 1).
   return Client::Connect(ClientOptions::FromConfig(config_, -1));
 }
 

@@ -1,7 +1,8 @@
-// One etcd (LocalEtcd), one cluster config with `replication: factor: 2`,
-// and the replicas of shard 0 as real ps_server processes, plus a client that
-// follows the primary through etcd (PrimaryResolver). Used by the replicated
-// shard tests and the replication benchmark (issue 18).
+// One etcd (LocalEtcd), one cluster config with `replication: factor: R`
+// (Options::factor, default 2), and the replicas of shard 0 as real
+// ps_server processes, plus a client that follows the primary through etcd
+// (PrimaryResolver). Used by the replicated shard tests and the replication
+// benchmark (issue 18).
 //
 // The shard holds one dense table "dense" of Options::table_size floats
 // with SGD(lr = 1), async unless Options::consistency says otherwise. Files (config, port files, logs) go to
@@ -48,6 +49,7 @@ class ReplicatedShard {
     // More tables: YAML items of the config's `tables:` list, each starting
     // "  - name: " (table ids follow the dense table's 0).
     std::string more_tables;
+    int factor = 2;  // replication.factor
   };
 
   // Starts etcd and writes the config; no replica runs yet.

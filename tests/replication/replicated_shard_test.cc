@@ -209,6 +209,77 @@ TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) 
   ExpectAll(*final_values, start - 3000);
 }
 
+// replication.factor 3: the primary waits for both backups, so either one
+// can take over when it dies. The other backup may have applied an entry the
+// new primary lacks (forwarded, never acknowledged), and no replica fetches
+// such a tail (server/replication/DESIGN.md section 11), so it fences
+// itself and exits with code 3; a restarted replica copies the new primary's
+// state. Every push is applied exactly once throughout.
+TEST(ReplicatedShardTest, FactorThreeSurvivesThePrimarysKillAndRefillsToThree) {
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.factor = 3;
+  ASSERT_TRUE(shard.Start("factor3", options).ok());
+  std::vector<int> replicas;
+  std::vector<std::string> in_sync;
+  for (int k = 0; k < 3; ++k) {
+    absl::StatusOr<int> r = shard.AddReplica();
+    ASSERT_TRUE(r.ok()) << r.status();
+    replicas.push_back(*r);
+    in_sync.push_back(shard.address(*r));
+    const absl::Status synced =
+        shard.WaitFor(shard.address(replicas[0]), in_sync, absl::Seconds(30));
+    ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*r);
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const float start = (*initial)[0];
+
+  absl::Duration pause;
+  absl::Status pushed = CountingPushes(
+      client->get(), 2000,
+      [&] { ASSERT_TRUE(shard.replica(replicas[0])->Signal(SIGKILL).ok()); },
+      &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(replicas[1])
+                           << shard.Log(replicas[2]);
+  const std::string primary = shard.resolver().Address(0);
+  ASSERT_TRUE(primary == shard.address(replicas[1]) ||
+              primary == shard.address(replicas[2]))
+      << primary;
+  const int other = primary == shard.address(replicas[1]) ? replicas[2]
+                                                          : replicas[1];
+  const absl::Status exited =
+      WaitForFencedExit(shard.replica(other), absl::Seconds(10));
+  EXPECT_TRUE(exited.ok()) << exited << "\n" << shard.Log(other);
+  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 2000);
+
+  // Two new replicas refill the shard to three in_sync copies, and each
+  // holds every push: kill the primary again under load.
+  in_sync = {primary};
+  for (int k = 0; k < 2; ++k) {
+    absl::StatusOr<int> r = shard.AddReplica();
+    ASSERT_TRUE(r.ok()) << r.status();
+    in_sync.push_back(shard.address(*r));
+    const absl::Status synced = shard.WaitFor(primary, in_sync, absl::Seconds(30));
+    ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*r);
+  }
+  const int primary_index = primary == shard.address(replicas[1])
+                                ? replicas[1]
+                                : replicas[2];
+  pushed = CountingPushes(
+      client->get(), 1000,
+      [&] { ASSERT_TRUE(shard.replica(primary_index)->Signal(SIGKILL).ok()); },
+      &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 3000);
+}
+
 TEST(ReplicatedShardTest, StalePrimaryPausedPastItsLeaseIsFencedAndExits) {
   ReplicatedShard shard;
   absl::StatusOr<PrimaryAndBackup> setup =
