@@ -107,9 +107,6 @@ absl::StatusOr<EffectiveConfig> EffectiveConfig::Create(
     if (!overrides.checkpoint_dir.empty()) {
       root["server"]["checkpoint_dir"] = overrides.checkpoint_dir;
     }
-    if (overrides.checkpoint_interval_s > 0) {
-      root["server"]["checkpoint_interval_s"] = overrides.checkpoint_interval_s;
-    }
     YAML::Node tables = root["tables"];
     if (tables.IsSequence()) {
       for (size_t i = 0; i < tables.size(); ++i) {

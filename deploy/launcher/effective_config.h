@@ -26,7 +26,6 @@ struct ConfigOverrides {
   // Non-empty: server.checkpoint_dir (ps_launch sets a temporary one when
   // restarts are on and the config has none; launcher.h).
   std::string checkpoint_dir;
-  int checkpoint_interval_s = 0;  // > 0: server.checkpoint_interval_s
 };
 
 class EffectiveConfig {

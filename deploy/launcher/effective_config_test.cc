@@ -53,7 +53,7 @@ TEST(EffectiveConfigTest, CheckpointOverridesAddTheServerSection) {
   // The embedded default has no server: section; the overrides create it.
   ConfigOverrides o;
   o.checkpoint_dir = "/tmp/ps launch: odd #dir";
-  o.checkpoint_interval_s = 2;
+  o.sets.push_back("server.checkpoint_interval_s=2");
   absl::StatusOr<EffectiveConfig> c =
       EffectiveConfig::Create(kDefaultConfigYaml, "default", o);
   ASSERT_TRUE(c.ok()) << c.status();

@@ -69,30 +69,31 @@ absl::Status PrepareIn(const LaunchOptions& options, LaunchPlan* plan) {
       overrides.sets.push_back("replication.cluster_id=" + plan->job_id);
       overridden = true;
     }
-  } else if (restarts && (config.server.checkpoint_dir.empty() ||
-                          config.server.checkpoint_interval_s <= 0)) {
-    // A restarted server restores its newest checkpoint: make sure there
-    // are checkpoints, and recent ones.
-    if (config.server.checkpoint_dir.empty()) {
-      overrides.checkpoint_dir = plan->tmp_dir + "/checkpoints";
+  } else {
+    std::string checkpoint_dir = config.server.checkpoint_dir;
+    int interval_s = static_cast<int>(config.server.checkpoint_interval_s);
+    if (restarts && checkpoint_dir.empty()) {
+      // A restarted server restores its newest checkpoint: make sure there
+      // are checkpoints, and recent ones.
+      checkpoint_dir = plan->tmp_dir + "/checkpoints";
+      overrides.checkpoint_dir = checkpoint_dir;
       plan->launcher_checkpoints = true;
+      overridden = true;
     }
-    if (config.server.checkpoint_interval_s <= 0) {
-      overrides.checkpoint_interval_s = kSupervisedCheckpointIntervalS;
+    if (restarts && interval_s <= 0) {
+      interval_s = kSupervisedCheckpointIntervalS;
     }
-    overridden = true;
+    // Periodic checkpoints are the launcher's (LaunchPlan::
+    // checkpoint_interval_s); the servers' own timers are off.
+    if (!checkpoint_dir.empty() && interval_s > 0) {
+      plan->checkpoint_interval_s = interval_s;
+      overrides.sets.push_back("server.checkpoint_interval_s=0");
+      overridden = true;
+    }
   }
+  // One EffectiveConfig with every override (built once more only when the
+  // launcher added one).
   if (overridden) {
-    ASSIGN_OR_RETURN(plan->effective,
-                     EffectiveConfig::Create(options.config_text,
-                                             options.config_source, overrides));
-  }
-  if (const ServerOptions& server = plan->effective.config().server;
-      plan->replicas == 1 && !server.checkpoint_dir.empty() &&
-      server.checkpoint_interval_s > 0) {
-    plan->checkpoint_interval_s =
-        static_cast<int>(server.checkpoint_interval_s);
-    overrides.sets.push_back("server.checkpoint_interval_s=0");
     ASSIGN_OR_RETURN(plan->effective,
                      EffectiveConfig::Create(options.config_text,
                                              options.config_source, overrides));

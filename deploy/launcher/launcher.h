@@ -19,9 +19,10 @@
 // index and rejoins; each within a restart budget. So that a restarted
 // server has something to restore, the servers get
 // server.checkpoint_dir = <temporary dir>/checkpoints when the config has
-// none, and server.checkpoint_interval_s = kSupervisedCheckpointIntervalS
-// when it is unset (0), unless restarts are off (max_restarts 0 and no
-// kill_server). A worker that prints no protocol line for stall_timeout_s is
+// none, and checkpoints every kSupervisedCheckpointIntervalS when
+// server.checkpoint_interval_s is unset (0), unless restarts are off
+// (max_restarts 0 and no kill_server); the launcher takes them
+// (LaunchPlan::checkpoint_interval_s). A worker that prints no protocol line for stall_timeout_s is
 // named with the cluster's status (cluster_status.h); after stall_fail_s
 // the job fails.
 //
