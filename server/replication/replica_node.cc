@@ -27,7 +27,8 @@ ReplicaNode::ReplicaNode(const ClusterConfig& config, Shard* shard,
       cluster_id_(ClusterIdOf(config)),
       shard_(shard),
       on_fenced_(std::move(on_fenced)),
-      on_role_(std::move(on_role)) {
+      on_role_(std::move(on_role)),
+      tail_(config.replication.factor >= 3 ? kResumeTailBytes : 0) {
   for (const TableConfig& table : config_.tables) {
     const ConsistencyTraits& traits = TraitsOf(table.consistency);
     if (traits.workers_only_push) after_apply_tables_.insert(table.table_id);
@@ -188,6 +189,7 @@ void ReplicaNode::ControlLoop() {
       dirty = in_sync_dirty_;
       follow.ended = follow_ended_;
       follow.ended_at = follow_ended_at_;
+      follow.end_code = follow_end_code_;
     }
     const RoleState state = elector_->state();
     if (state.leader.has_value()) fence_.Observe(state.leader->create_revision);
@@ -252,6 +254,9 @@ void ReplicaNode::TryActivate(int64_t term) {
     if (role_ == Role::kFenced) return;
     role_ = Role::kPrimary;
     term_ = term;
+    // Seqs continue the history this replica applied, so that a backup
+    // resuming after one of its entries finds it (entry_tail.h).
+    last_seq_ = applied_seq_;
   }
   NotifyRole();
   if (PublishInSync()) {

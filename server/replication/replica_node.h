@@ -31,6 +31,13 @@
 //              the primary broken and someone else elected): refuses every
 //              request; rejoining needs a restart (a fresh process follows
 //              with a new snapshot: Shard::Restore wants an unused shard).
+//              With replication.factor >= 3 a backup whose stream ended
+//              first asks the leader (the same or a new one) to resume
+//              after the last entry it applied (the leader resends its
+//              newer entries from its EntryTail when its history holds
+//              that entry: entry_tail.h), and is fenced only when refused,
+//              so a failover keeps every backup that matches the new
+//              primary's history.
 //
 // Data path (Submit, the DataStream hook): on the primary a push is
 // sequenced (seq), applied locally and forwarded (same request, the
@@ -86,6 +93,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/data_request_view.h"
 #include "server/replication/elector.h"
+#include "server/replication/entry_tail.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/keys.h"
 #include "server/replication/replication.grpc.pb.h"
@@ -174,6 +182,13 @@ class ReplicaNode final : public Shard::StepSequencer {
                                         FollowMessage* first,
                                         std::vector<Entry>* replay)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Primary side: registers `link`, a backup that holds the state after
+  // entry `seq` of term `term`, with the entries after it queued from
+  // tail_. UNAVAILABLE when not primary (yet); FAILED_PRECONDITION when
+  // this history lacks that entry (EntryTail::After says why).
+  absl::Status AttachResumedLinkLocked(const std::shared_ptr<Link>& link,
+                                       uint64_t seq, int64_t term)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ControlLoop();
   // The control loop's view of this replica's follow thread.
   struct FollowProgress {
@@ -184,6 +199,9 @@ class ReplicaNode final : public Shard::StepSequencer {
     // whether its term was ended from here (DeposeIfPrimaryGone).
     absl::Time probed_at = absl::InfinitePast();
     bool deposed = false;
+    // How the stream ended (FAILED_PRECONDITION: the leader refused to
+    // resume it).
+    absl::StatusCode end_code = absl::StatusCode::kOk;
   };
   // One control-loop step of the primary: renews in_sync when its lease is
   // confirmed; serves on without etcd while its lease is unconfirmed (etcd
@@ -229,6 +247,13 @@ class ReplicaNode final : public Shard::StepSequencer {
                       FollowProgress* follow);
   // Whether etcd answers with an in_sync set that lacks this replica.
   bool DroppedFromInSync();
+  // Whether this backup can ask a leader to resume its stream: it keeps a
+  // tail (replication.factor >= 3) whose newest entry is the last it
+  // applied.
+  bool CanResume() ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts the follow thread (after joining an ended one) for the leader
+  // `leader` (its term goes into *follow).
+  void StartFollowing(const Candidate& leader, FollowProgress* follow);
   // A backup whose stream from `leader` ended: when the leader's address
   // refuses connections (its process is gone), ends its term in etcd so
   // that the next replica is elected now, not after the lease's TTL
@@ -311,7 +336,8 @@ class ReplicaNode final : public Shard::StepSequencer {
   std::string fenced_reason_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  // Primary: the sequencer and what waits on acks.
+  // Primary: the sequencer and what waits on acks. Seqs go on across
+  // terms: a new primary continues after the last entry it applied.
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t local_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::shared_ptr<Op>> waiting_ ABSL_GUARDED_BY(mu_);
@@ -324,9 +350,14 @@ class ReplicaNode final : public Shard::StepSequencer {
   std::map<uint32_t, std::vector<Entry>> open_step_pushes_
       ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, int64_t> step_floor_ ABSL_GUARDED_BY(mu_);
-  // Backup: the follow thread was started (a replica follows once).
+  // The newest entries applied (backup) or sequenced (primary), for a
+  // backup that resumes after a failover; keeps nothing below factor 3.
+  EntryTail tail_ ABSL_GUARDED_BY(mu_);
+  // Backup: the follow thread's stream ended, when, and how.
   bool follow_ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time follow_ended_at_ ABSL_GUARDED_BY(mu_);
+  absl::StatusCode follow_end_code_ ABSL_GUARDED_BY(mu_) =
+      absl::StatusCode::kOk;
   grpc::ClientContext* follow_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t applying_ ABSL_GUARDED_BY(mu_) = 0;  // entries submitted, not done

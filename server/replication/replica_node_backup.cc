@@ -54,14 +54,30 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
       follow_thread_.join();
       ResetFollow();
     } else if (other_leader && !follow_thread_.joinable()) {
-      follow->term = state.leader->create_revision;
-      follow_thread_ = std::thread(
-          [this, primary = state.leader->value] { FollowLoop(primary); });
+      StartFollowing(*state.leader, follow);
     }
     return;
   }
   if (!follow->ended) return;
-  if (other_leader && state.leader->create_revision != follow->term) {
+  const bool leader_changed =
+      other_leader && state.leader->create_revision != follow->term;
+  if (CanResume()) {
+    // replication.factor >= 3: ask the leader (the same or a new one) to
+    // go on after the last entry applied here; it refuses
+    // (FAILED_PRECONDITION) unless its history holds that entry. Retried
+    // while the leader is not primary yet or unreachable; a dead one is
+    // deposed as below.
+    if (follow->end_code == absl::StatusCode::kFailedPrecondition &&
+        !leader_changed) {
+      Fence("the primary refused to resume this backup's stream (its "
+            "history lacks this backup's last entry, or no longer holds it)");
+    } else if (other_leader) {
+      if (!leader_changed) DeposeIfPrimaryGone(*state.leader, follow);
+      const bool retry = !follow->deposed &&
+                         absl::Now() >= follow->ended_at + kFollowRetry;
+      if (leader_changed || retry) StartFollowing(*state.leader, follow);
+    }
+  } else if (leader_changed) {
     Fence(absl::StrCat("the primary changed to ", state.leader->value,
                        " (term ", state.leader->create_revision,
                        ") after the stream from the one this replica "
@@ -78,6 +94,22 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
   } else if (other_leader) {
     DeposeIfPrimaryGone(*state.leader, follow);
   }
+}
+
+bool ReplicaNode::CanResume() {
+  absl::MutexLock lock(&mu_);
+  return role_ == Role::kBackup && !tail_.empty() &&
+         tail_.newest_seq() == applied_seq_;
+}
+
+void ReplicaNode::StartFollowing(const Candidate& leader,
+                                 FollowProgress* follow) {
+  if (follow_thread_.joinable()) follow_thread_.join();  // it ended
+  ResetFollow();
+  *follow = FollowProgress();
+  follow->term = leader.create_revision;
+  follow_thread_ =
+      std::thread([this, primary = leader.value] { FollowLoop(primary); });
 }
 
 void ReplicaNode::DeposeIfPrimaryGone(const Candidate& leader,
@@ -125,6 +157,7 @@ void ReplicaNode::FollowLoop(std::string primary_address) {
   absl::MutexLock lock(&mu_);
   follow_ended_ = true;
   follow_ended_at_ = absl::Now();
+  follow_end_code_ = status.code();
   wake_ = true;
 }
 
@@ -159,12 +192,36 @@ absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
 
 absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
                                       Replication::Stub* stub) {
-  auto stream = stub->Follow(context);
   FollowRequest hello;
   hello.set_replica_id(replica_id_);
+  // A backup (it restored a snapshot before) resumes after its last entry:
+  // StartFollowing follows only one that can (CanResume).
+  bool restored;
+  {
+    absl::MutexLock lock(&mu_);
+    restored = role_ == Role::kBackup;
+    if (restored) {
+      if (tail_.empty() || tail_.newest_seq() != applied_seq_) {
+        return absl::FailedPreconditionError("no entry to resume after");
+      }
+      hello.set_resume_seq(applied_seq_);
+      hello.set_resume_term(tail_.newest_term());
+      spdlog::info("shard {}: replica {} asks to resume after entry {} "
+                   "(term {})",
+                   shard_->shard_index(), address_, applied_seq_,
+                   tail_.newest_term());
+    }
+  }
+  // An entry that failed to apply leaves this replica's state unknown: its
+  // tail is dropped, so it never resumes (the control loop fences it).
+  auto failed_apply = [this](absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    tail_.Clear();
+    return status;
+  };
+  auto stream = stub->Follow(context);
   if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
   FollowMessage message;
-  bool restored = false;
   std::string snapshot;  // its pieces so far
   while (stream->Read(&message)) {
     if (absl::Status s = fence_.AdmitFromPrimary(message.term()); !s.ok()) {
@@ -185,14 +242,15 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
       // The open sync steps' pushes, which the copy leaves out.
       for (const Entry& entry : message.replay()) {
         DataRequestView push;
-        RETURN_IF_ERROR(DecodeEntryPush(entry, &push));
-        RETURN_IF_ERROR(ApplyOrderedPush(push, entry));
+        absl::Status s = DecodeEntryPush(entry, &push);
+        if (s.ok()) s = ApplyOrderedPush(push, entry);
+        if (!s.ok()) return failed_apply(s);
       }
     }
     absl::StatusOr<uint64_t> applied = ApplyEntries(message);
     if (!applied.ok()) {
       context->TryCancel();
-      return applied.status();
+      return failed_apply(applied.status());
     }
     FollowRequest ack;
     ack.set_applied_seq(*applied);
@@ -216,6 +274,7 @@ absl::Status ReplicaNode::RestoreSnapshot(const std::string& snapshot,
   {
     absl::MutexLock lock(&mu_);
     applied_seq_ = seq;
+    tail_.Clear();  // entries after `seq` come next
     if (role_ != Role::kStarting) return absl::OkStatus();  // fenced meanwhile
     role_ = Role::kBackup;
   }
@@ -288,6 +347,7 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(
   };
   mu_.Await(absl::Condition(&drained));
   applied_seq_ = applied;
+  for (const Entry& entry : message.entries()) tail_.Append(entry);
   return applied;
 }
 

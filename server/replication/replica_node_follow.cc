@@ -42,7 +42,11 @@ class StringSink final : public CheckpointSink {
 // Phases: the backup's hello (its replica id) is read; a thread of the
 // call's own attaches the Link (AttachLink) and encodes the snapshot, which
 // is then written in pieces of kSnapshotChunkBytes (the last one with the
-// open steps' replay); after that, batches of the Link's queue. One read is
+// open steps' replay); after that, batches of the Link's queue. A hello
+// that asks to resume after an entry (FollowRequest.resume_seq) skips the
+// snapshot: the Link is attached at once with the entries after it queued
+// (AttachResumedLinkLocked), and a first batch goes out even when that
+// queue is empty, so the backup acknowledges and joins in_sync. One read is
 // in flight from the hello on: the backup's acks (AcceptAckLocked).
 //
 // Every field below and every gRPC operation is started under the node's
@@ -130,6 +134,8 @@ class ReplicaNode::FollowCall final {
   bool snapshot_ready_ ABSL_GUARDED_BY(node_->mu_) = false;
   bool snapshot_running_ ABSL_GUARDED_BY(node_->mu_) = false;
   bool writing_last_piece_ ABSL_GUARDED_BY(node_->mu_) = false;
+  // A resumed stream's first batch is still to be written (even if empty).
+  bool first_batch_pending_ ABSL_GUARDED_BY(node_->mu_) = false;
   // gRPC operations started and not completed (the done notification too).
   int ops_ ABSL_GUARDED_BY(node_->mu_) = 0;
   bool read_in_flight_ ABSL_GUARDED_BY(node_->mu_) = false;
@@ -216,9 +222,23 @@ void ReplicaNode::FollowCall::OnHello(bool ok) {
   link_ = std::make_shared<Link>();
   link_->id = in_.replica_id();
   link_->call = this;
-  snapshot_running_ = true;
-  snapshot_thread_ = std::thread([this] { PrepareSnapshot(); });
-  StartReadLocked();  // acks, from the snapshot's on
+  if (in_.has_resume_seq()) {
+    const absl::Status resumed = node_->AttachResumedLinkLocked(
+        link_, in_.resume_seq(), in_.resume_term());
+    if (!resumed.ok()) {
+      spdlog::warn("shard {}: backup {}: {}", node_->shard_->shard_index(),
+                   link_->id, resumed.ToString());
+      EndLocked(grpc::Status(static_cast<grpc::StatusCode>(resumed.code()),
+                             std::string(resumed.message())));
+      return;
+    }
+    snapshot_ready_ = true;
+    first_batch_pending_ = true;
+  } else {
+    snapshot_running_ = true;
+    snapshot_thread_ = std::thread([this] { PrepareSnapshot(); });
+  }
+  StartReadLocked();  // acks, from the snapshot's (or the resume's) on
 }
 
 void ReplicaNode::FollowCall::PrepareSnapshot() {
@@ -341,7 +361,8 @@ void ReplicaNode::FollowCall::AdvanceLocked() {
   if (write_in_flight_ || !snapshot_ready_) return;
   if (!snapshot_.empty()) {
     NextPieceLocked();
-  } else if (!link_->queue.empty()) {
+  } else if (!link_->queue.empty() || first_batch_pending_) {
+    first_batch_pending_ = false;
     out_.set_term(node_->term_);
     size_t bytes = 0;
     while (!link_->queue.empty() && bytes < kMaxBatchBytes) {
@@ -381,7 +402,7 @@ void ReplicaNode::AcceptAckLocked(Link& link, uint64_t applied_seq,
   }
   link.acked = std::max(link.acked, applied_seq);
   link.progress = absl::Now();
-  if (!link.caught_up) {
+  if (!link.caught_up && applied_seq >= link.join_seq) {
     link.caught_up = true;
     in_sync_dirty_ = true;
     wake_ = true;

@@ -28,10 +28,14 @@ struct ReplicaNode::Op {
 
 struct ReplicaNode::Link {
   std::string id;
-  uint64_t snapshot_seq = 0;
+  // The primary's last seq when the link was attached: the snapshot's, or,
+  // for a resumed backup, after the tail entries queued for it. Its first
+  // ack at or past it puts the backup in in_sync (caught_up); entries up
+  // to it never wait for this link.
+  uint64_t join_seq = 0;
   uint64_t acked = 0;         // every entry <= acked is applied there
   uint64_t last_enqueued = 0;  // the last entry that waits for this link
-  bool caught_up = false;     // acked the snapshot: goes into in_sync
+  bool caught_up = false;     // acked join_seq: goes into in_sync
   bool snapshot_sent = false;  // the ack timeout applies from then on
   // The Follow call writing to this backup, until the call ends (null
   // after): entries queued here are written by it (FollowCall), and
@@ -50,6 +54,13 @@ struct ReplicaNode::Link {
 // request of up to server.max_message_bytes): the backup's channel accepts
 // that much (FollowOnce).
 inline constexpr size_t kMaxBatchBytes = 4 << 20;
+
+// Entries each replica keeps for backups that resume (EntryTail), with
+// replication.factor >= 3: a failover's new primary must still hold the
+// entries the other backups missed, at most those the old primary had
+// forwarded and not yet seen acknowledged by all, i.e. its clients' pushes
+// in flight. Beyond that a backup copies a snapshot, as without a tail.
+inline constexpr size_t kResumeTailBytes = size_t{64} << 20;
 
 // The answer to data request `request_id` that it failed with `code`.
 inline proto::DataResponse ErrorResponse(uint64_t request_id,

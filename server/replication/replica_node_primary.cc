@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -146,6 +147,8 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
 
 int ReplicaNode::ForwardLocked(Entry entry) {
   const uint64_t seq = entry.seq();
+  entry.set_term(term_);
+  tail_.Append(entry);
   size_t sending = std::count_if(
       links_.begin(), links_.end(),
       [](const std::shared_ptr<Link>& l) { return !l->broken; });
@@ -464,7 +467,7 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
     return local_in_flight_ == 0;
   };
   mu_.Await(absl::Condition(&applied));
-  link->snapshot_seq = link->acked = link->last_enqueued = last_seq_;
+  link->join_seq = link->acked = link->last_enqueued = last_seq_;
   first->set_term(term_);
   first->set_snapshot_seq(last_seq_);
   absl::StatusOr<ShardState> state = shard_->Snapshot(absl::ZeroDuration());
@@ -476,6 +479,33 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
   *replay = OpenStepPushesLocked();
   links_.push_back(link);
   return state;
+}
+
+absl::Status ReplicaNode::AttachResumedLinkLocked(
+    const std::shared_ptr<Link>& link, uint64_t seq, int64_t term) {
+  if (role_ != Role::kPrimary || stopping_) {
+    return absl::UnavailableError(absl::StrCat(
+        "replica ", address_, " is ", RoleName(role_), ", not primary"));
+  }
+  absl::StatusOr<std::vector<Entry>> after = tail_.After(seq, term);
+  if (!after.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resume after entry ", seq, " (term ", term,
+                     "): ", after.status().message()));
+  }
+  // As if the backup had restored a snapshot at last_seq_: the entries up
+  // to it are owed to nobody here (none waits for this link), and it joins
+  // in_sync once it acknowledged them all.
+  link->join_seq = link->acked = link->last_enqueued = last_seq_;
+  link->queue.assign(std::make_move_iterator(after->begin()),
+                     std::make_move_iterator(after->end()));
+  link->snapshot_sent = true;
+  links_.push_back(link);
+  spdlog::info("shard {}: backup {} resumes after entry {} (term {}): {} "
+               "entries to resend, then live from seq {}",
+               shard_->shard_index(), link->id, seq, term, after->size(),
+               last_seq_ + 1);
+  return absl::OkStatus();
 }
 
 bool ReplicaNode::DropSilentBackups() {

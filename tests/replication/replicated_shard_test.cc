@@ -1,6 +1,6 @@
-// Replicated shards end to end (replication.factor 2): real ps_server
-// processes, a real etcd (LocalEtcd), the real client SDK following the
-// primary through etcd (PrimaryResolver).
+// Replicated shards end to end (replication.factor 2; 3 where a test says
+// so): real ps_server processes, a real etcd (LocalEtcd), the real client
+// SDK following the primary through etcd (PrimaryResolver).
 //
 // Workload: async counting. Every push is a gradient of 1 on every element of
 // a dense table with SGD(lr = 1), so each applied push lowers every element by
@@ -209,71 +209,142 @@ TEST(ReplicatedShardTest, PrimaryKilledMidRunLosesNothingAndNewBackupCatchesUp) 
   ExpectAll(*final_values, start - 3000);
 }
 
-// replication.factor 3: the primary waits for both backups, so either one
-// can take over when it dies. The other backup may have applied an entry the
-// new primary lacks (forwarded, never acknowledged), and no replica fetches
-// such a tail (server/replication/DESIGN.md section 11), so it fences
-// itself and exits with code 3; a restarted replica copies the new primary's
-// state. Every push is applied exactly once throughout.
-TEST(ReplicatedShardTest, FactorThreeSurvivesThePrimarysKillAndRefillsToThree) {
-  ReplicatedShard shard;
+// Starts a factor-3 shard (`name`): replicas 0 (the primary), 1 and 2, all
+// in_sync, and a client; *start is every element's initial value.
+absl::StatusOr<std::unique_ptr<Client>> StartFactorThree(
+    ReplicatedShard* shard, const std::string& name, float* start) {
   ReplicatedShard::Options options;
   options.factor = 3;
-  ASSERT_TRUE(shard.Start("factor3", options).ok());
-  std::vector<int> replicas;
+  RETURN_IF_ERROR(shard->Start(name, options));
   std::vector<std::string> in_sync;
   for (int k = 0; k < 3; ++k) {
-    absl::StatusOr<int> r = shard.AddReplica();
-    ASSERT_TRUE(r.ok()) << r.status();
-    replicas.push_back(*r);
-    in_sync.push_back(shard.address(*r));
-    const absl::Status synced =
-        shard.WaitFor(shard.address(replicas[0]), in_sync, absl::Seconds(30));
-    ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*r);
+    ASSIGN_OR_RETURN(const int r, shard->AddReplica());
+    in_sync.push_back(shard->address(r));
+    if (absl::Status synced =
+            shard->WaitFor(shard->address(0), in_sync, absl::Seconds(30));
+        !synced.ok()) {
+      return absl::Status(synced.code(), absl::StrCat(synced.message(), "\n",
+                                                      shard->Log(r)));
+    }
   }
-  absl::StatusOr<std::unique_ptr<Client>> client = shard.Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<std::vector<float>> initial = Pull(client->get());
-  ASSERT_TRUE(initial.ok()) << initial.status();
-  const float start = (*initial)[0];
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, shard->Connect());
+  ASSIGN_OR_RETURN(std::vector<float> initial, Pull(client.get()));
+  *start = initial[0];
+  return client;
+}
 
+// The index of the replica at `address` among replicas 1 and 2.
+int IndexOf(const ReplicatedShard& shard, const std::string& address) {
+  return address == shard.address(1) ? 1 : 2;
+}
+
+// replication.factor 3, the primary SIGKILLed while idle: both backups hold
+// the same history, so the one that is not elected resumes its stream from
+// the new primary (no copy, no restart), the shard is back to two in_sync
+// replicas at once, and a second SIGKILL, of the new primary under load,
+// leaves the last replica with every push: two failures in a row without
+// any replacement.
+TEST(ReplicatedShardTest, FactorThreeBackupResumesFromTheNewPrimary) {
+  ReplicatedShard shard;
+  float start = 0;
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      StartFactorThree(&shard, "resume3", &start);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::Duration pause;
+  ASSERT_TRUE(CountingPushes(client->get(), 500, nullptr, &pause).ok());
+  ASSERT_TRUE(shard.replica(0)->Signal(SIGKILL).ok());
+  // The new primary P is elected and the other backup O follows it again.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  std::string primary;
+  while (absl::Now() < deadline) {
+    primary = shard.resolver().Address(0);
+    if (primary == shard.address(1) || primary == shard.address(2)) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(primary == shard.address(1) || primary == shard.address(2))
+      << primary;
+  const int p = IndexOf(shard, primary);
+  const int o = 3 - p;
+  const absl::Status synced = shard.WaitFor(
+      primary, {primary, shard.address(o)}, absl::Seconds(10));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(o) << shard.Log(p);
+  EXPECT_NE(shard.Log(p).find("resumes after entry"), std::string::npos)
+      << shard.Log(p);
+  EXPECT_EQ(shard.Log(o).find("fenced"), std::string::npos) << shard.Log(o);
+  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 500);
+
+  absl::Status pushed = CountingPushes(
+      client->get(), 1000,
+      [&] { ASSERT_TRUE(shard.replica(p)->Signal(SIGKILL).ok()); }, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(o);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(o));
+  values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 1500);
+}
+
+// replication.factor 3, the primary SIGKILLed under load: the other backup
+// resumes when the new primary's history holds its last entry, and is
+// fenced (exit code 3, then replaced by a copy) when it applied an entry
+// the new primary never got. Either way every push is applied exactly once,
+// the shard refills to three in_sync replicas, and a second SIGKILL under
+// load loses nothing.
+TEST(ReplicatedShardTest, FactorThreeSurvivesThePrimarysKillUnderLoad) {
+  ReplicatedShard shard;
+  float start = 0;
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      StartFactorThree(&shard, "factor3", &start);
+  ASSERT_TRUE(client.ok()) << client.status();
   absl::Duration pause;
   absl::Status pushed = CountingPushes(
       client->get(), 2000,
-      [&] { ASSERT_TRUE(shard.replica(replicas[0])->Signal(SIGKILL).ok()); },
-      &pause);
-  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(replicas[1])
-                           << shard.Log(replicas[2]);
+      [&] { ASSERT_TRUE(shard.replica(0)->Signal(SIGKILL).ok()); }, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(1) << shard.Log(2);
   const std::string primary = shard.resolver().Address(0);
-  ASSERT_TRUE(primary == shard.address(replicas[1]) ||
-              primary == shard.address(replicas[2]))
+  ASSERT_TRUE(primary == shard.address(1) || primary == shard.address(2))
       << primary;
-  const int other = primary == shard.address(replicas[1]) ? replicas[2]
-                                                          : replicas[1];
-  const absl::Status exited =
-      WaitForFencedExit(shard.replica(other), absl::Seconds(10));
-  EXPECT_TRUE(exited.ok()) << exited << "\n" << shard.Log(other);
+  const int p = IndexOf(shard, primary);
+  const int o = 3 - p;
+  // O resumed (in_sync again) or was fenced: wait for one of the two.
+  std::vector<std::string> in_sync;
+  bool fenced = false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    in_sync = shard.InSync();
+    std::sort(in_sync.begin(), in_sync.end());
+    std::vector<std::string> both = {primary, shard.address(o)};
+    std::sort(both.begin(), both.end());
+    fenced = shard.Log(o).find("fenced") != std::string::npos;
+    if (fenced || in_sync == both) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  std::printf("the other backup %s\n", fenced ? "was fenced" : "resumed");
+  if (fenced) {
+    const absl::Status exited =
+        WaitForFencedExit(shard.replica(o), absl::Seconds(10));
+    EXPECT_TRUE(exited.ok()) << exited << "\n" << shard.Log(o);
+    in_sync = {primary};
+  } else {
+    in_sync = {primary, shard.address(o)};
+  }
   absl::StatusOr<std::vector<float>> values = Pull(client->get());
   ASSERT_TRUE(values.ok()) << values.status();
   ExpectAll(*values, start - 2000);
 
-  // Two new replicas refill the shard to three in_sync copies, and each
-  // holds every push: kill the primary again under load.
-  in_sync = {primary};
-  for (int k = 0; k < 2; ++k) {
+  // New replicas refill the shard to three in_sync copies; each holds
+  // every push: kill the primary again under load.
+  while (in_sync.size() < 3) {
     absl::StatusOr<int> r = shard.AddReplica();
     ASSERT_TRUE(r.ok()) << r.status();
     in_sync.push_back(shard.address(*r));
     const absl::Status synced = shard.WaitFor(primary, in_sync, absl::Seconds(30));
     ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(*r);
   }
-  const int primary_index = primary == shard.address(replicas[1])
-                                ? replicas[1]
-                                : replicas[2];
   pushed = CountingPushes(
       client->get(), 1000,
-      [&] { ASSERT_TRUE(shard.replica(primary_index)->Signal(SIGKILL).ok()); },
-      &pause);
+      [&] { ASSERT_TRUE(shard.replica(p)->Signal(SIGKILL).ok()); }, &pause);
   ASSERT_TRUE(pushed.ok()) << pushed;
   values = Pull(client->get());
   ASSERT_TRUE(values.ok()) << values.status();
@@ -378,6 +449,47 @@ TEST(ReplicatedShardTest, PausedBackupIsDroppedAfterTheAckTimeoutAndExits) {
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(shard.resolver().Address(0), shard.address(*c));
   ExpectAll(*values, start - 1000);
+}
+
+// replication.factor 3: a backup SIGSTOPped past the ack timeout is dropped
+// from in_sync as with factor 2, but on SIGCONT it resumes its stream from
+// the same primary, whose tail still holds its last entry, instead of
+// exiting for a copy; back in in_sync it holds every push: the primary and
+// then the other original backup are SIGKILLed under load, leaving it last.
+TEST(ReplicatedShardTest, FactorThreePausedBackupResumesInsteadOfExiting) {
+  ReplicatedShard shard;
+  float start = 0;
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      StartFactorThree(&shard, "paused3", &start);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE(shard.replica(2)->Signal(SIGSTOP).ok());
+  absl::Duration pause;
+  absl::Status pushed = CountingPushes(client->get(), 500, nullptr, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(0);
+  EXPECT_GE(pause, absl::Seconds(2));  // the ack timeout
+  std::vector<std::string> in_sync = shard.InSync();
+  std::sort(in_sync.begin(), in_sync.end());
+  std::vector<std::string> two = {shard.address(0), shard.address(1)};
+  std::sort(two.begin(), two.end());
+  EXPECT_EQ(in_sync, two);
+  ASSERT_TRUE(shard.replica(2)->Signal(SIGCONT).ok());
+  const absl::Status synced = shard.WaitFor(
+      shard.address(0), {shard.address(0), shard.address(1), shard.address(2)},
+      absl::Seconds(10));
+  ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(2);
+  EXPECT_EQ(shard.Log(2).find("fenced"), std::string::npos) << shard.Log(2);
+
+  for (int killed : {0, 1}) {
+    pushed = CountingPushes(
+        client->get(), 500,
+        [&] { ASSERT_TRUE(shard.replica(killed)->Signal(SIGKILL).ok()); },
+        &pause);
+    ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(2);
+  }
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(2));
+  absl::StatusOr<std::vector<float>> values = Pull(client->get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 1500);
 }
 
 // etcd SIGKILLed for 3 s under the counting workload (lease TTL 1 s): the

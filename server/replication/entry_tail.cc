@@ -1,0 +1,48 @@
+#include "server/replication/entry_tail.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ps::replication {
+
+void EntryTail::Append(const Entry& entry) {
+  if (max_bytes_ == 0) return;
+  if (!entries_.empty() && entry.seq() != newest_seq() + 1) Clear();
+  entries_.push_back(entry);
+  bytes_ += entry.data_request().size();
+  while (entries_.size() > 1 && bytes_ > max_bytes_) {
+    bytes_ -= entries_.front().data_request().size();
+    entries_.pop_front();
+  }
+}
+
+void EntryTail::Clear() {
+  entries_.clear();
+  bytes_ = 0;
+}
+
+absl::StatusOr<std::vector<Entry>> EntryTail::After(uint64_t seq,
+                                                    int64_t term) const {
+  if (entries_.empty() || seq < entries_.front().seq()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this replica no longer holds entry ", seq, " (it holds ",
+        entries_.empty() ? std::string("none")
+                         : absl::StrCat(entries_.front().seq(), " to ",
+                                        newest_seq()),
+        ")"));
+  }
+  if (seq > newest_seq()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the backup is ahead: it applied entry ", seq,
+                     ", this replica's history ends at ", newest_seq()));
+  }
+  const size_t at = seq - entries_.front().seq();
+  if (entries_[at].term() != term) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "entry ", seq, " differs: term ", term, " on the backup, term ",
+        entries_[at].term(), " here (the backup followed another history)"));
+  }
+  return std::vector<Entry>(entries_.begin() + at + 1, entries_.end());
+}
+
+}  // namespace ps::replication
