@@ -33,14 +33,14 @@ absl::StatusOr<std::vector<Entry>> EntryTail::After(uint64_t seq,
   }
   if (seq > newest_seq()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("the backup is ahead: it applied entry ", seq,
-                     ", this replica's history ends at ", newest_seq()));
+        absl::StrCat("the asking replica is ahead: it applied entry ", seq,
+                     ", this one's history ends at ", newest_seq()));
   }
   const size_t at = seq - entries_.front().seq();
   if (entries_[at].term() != term) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "entry ", seq, " differs: term ", term, " on the backup, term ",
-        entries_[at].term(), " here (the backup followed another history)"));
+        "entry ", seq, " differs: term ", term, " on the asking replica, term ",
+        entries_[at].term(), " here (it followed another history)"));
   }
   return std::vector<Entry>(entries_.begin() + at + 1, entries_.end());
 }

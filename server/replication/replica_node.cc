@@ -248,6 +248,7 @@ void ReplicaNode::TryActivate(int64_t term) {
   // The workers' registry was not replicated: they are met as by a shard
   // restored from a checkpoint (adopted and caught up by their next
   // requests), before any of their requests is served here.
+  if (followed && in_sync->has_value() && !RollForward(**in_sync)) return;
   if (followed) shard_->RestartMembership(absl::Now());
   {
     absl::MutexLock lock(&mu_);
@@ -263,6 +264,45 @@ void ReplicaNode::TryActivate(int64_t term) {
     spdlog::info("shard {}: replica {} is primary, term {}",
                  shard_->shard_index(), address_, term);
   }
+}
+
+bool ReplicaNode::RollForward(const std::vector<std::string>& in_sync_ids) {
+  constexpr absl::Duration kTailTimeout = absl::Milliseconds(300);
+  for (const std::string& id : in_sync_ids) {
+    if (id == replica_id_) continue;
+    TailRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      // Nothing to match on (a copy restored, no entry since): skipped.
+      if (tail_.empty() || tail_.newest_seq() != applied_seq_) return true;
+      request.set_after_seq(applied_seq_);
+      request.set_after_term(tail_.newest_term());
+    }
+    const std::string address(ReplicaAddress(id));
+    // A whole tail, plus the one entry it may keep beyond its budget.
+    std::unique_ptr<Replication::Stub> stub = ReplicaStub(
+        address, int64_t{kResumeTailBytes} + config_.server.max_message_bytes +
+                     (int64_t{1} << 20));
+    grpc::ClientContext context;
+    Authorize(&context);
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kTailTimeout));
+    TailResponse response;
+    const grpc::Status answer = stub->Tail(&context, request, &response);
+    if (!answer.ok() || response.entries().empty()) continue;
+    FollowMessage message;
+    *message.mutable_entries() = std::move(*response.mutable_entries());
+    const absl::StatusOr<uint64_t> applied = ApplyEntries(message);
+    if (!applied.ok()) {
+      Fence(absl::StrCat("rolling forward the entries of ", address,
+                         " failed: ", applied.status().message()));
+      return false;
+    }
+    spdlog::info("shard {}: replica {} rolled forward entries {} to {} "
+                 "from {}, which the old primary forwarded to it only",
+                 shard_->shard_index(), address_, request.after_seq() + 1,
+                 *applied, address);
+  }
+  return true;
 }
 
 }  // namespace ps::replication

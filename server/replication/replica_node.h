@@ -21,7 +21,9 @@
 //              the primary's lease TTL (DeposeIfPrimaryGone)
 //   primary    elected (Elector::PrimaryTerm) AND listed in the shard's
 //              in_sync key (a replica that never caught up resigns instead,
-//              so an acknowledged push can never be lost by a failover).
+//              so an acknowledged push can never be lost by a failover);
+//              with factor >= 3 it first applies the entries other in_sync
+//              replicas got beyond its own (RollForward).
 //              When its lease cannot be renewed (etcd unreachable) it keeps
 //              serving its term: pushes need every backup's ack anyway, and
 //              pulls are answered after a barrier entry every backup
@@ -261,6 +263,25 @@ class ReplicaNode final : public Shard::StepSequencer {
   void DeposeIfPrimaryGone(const Candidate& leader, FollowProgress* follow);
   // Becomes primary for `term` if this replica is in the in_sync set.
   void TryActivate(int64_t term);
+  // Before serving as primary (replication.factor >= 3): asks each other
+  // replica of `in_sync_ids` for the entries it applied after this one's
+  // last (Tail) and applies them, so that it can resume from here. One that
+  // does not answer within 300 ms, or is not ahead, is skipped (if ahead
+  // after all, its resume is refused and it fences itself). False (and
+  // fenced) when an entry fails to apply.
+  bool RollForward(const std::vector<std::string>& in_sync_ids)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The Tail method: the entries after the asker's last one (EntryTail::
+  // After).
+  grpc::Status AnswerTail(const TailRequest& request, TailResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A stub for the Replication service of the replica at `address` (the
+  // config's tls; messages up to `max_receive_bytes`), and the cluster's
+  // bearer token on `context`.
+  std::unique_ptr<Replication::Stub> ReplicaStub(const std::string& address,
+                                                 int64_t max_receive_bytes)
+      const;
+  void Authorize(grpc::ClientContext* context) const;
   // Rewrites in_sync as {self} + the links that caught up; false (and
   // fenced) when the guarded Txn fails.
   bool PublishInSync() ABSL_LOCKS_EXCLUDED(mu_);

@@ -161,24 +161,35 @@ void ReplicaNode::FollowLoop(std::string primary_address) {
   wake_ = true;
 }
 
+std::unique_ptr<Replication::Stub> ReplicaNode::ReplicaStub(
+    const std::string& address, int64_t max_receive_bytes) const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(std::numeric_limits<int>::max(), max_receive_bytes)));
+  if (config_.tls.enabled && !config_.tls.server_name_override.empty()) {
+    args.SetSslTargetNameOverride(config_.tls.server_name_override);
+  }
+  return Replication::NewStub(
+      grpc::CreateCustomChannel(address, follow_credentials_, args));
+}
+
+void ReplicaNode::Authorize(grpc::ClientContext* context) const {
+  if (!config_.auth_token.empty()) {
+    context->AddMetadata("authorization",
+                         ExpectedAuthorization(config_.auth_token));
+  }
+}
+
 absl::Status ReplicaNode::FollowOnce(const std::string& primary_address) {
   // One FollowMessage is at most a batch plus one data request (see
   // kMaxBatchBytes); gRPC's default limit (4 MiB) would break the stream of
   // any shard with large pushes.
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(
-      std::numeric_limits<int>::max(),
-      int64_t{kMaxBatchBytes} + config_.server.max_message_bytes +
-          (int64_t{1} << 20))));
-  if (config_.tls.enabled && !config_.tls.server_name_override.empty()) {
-    args.SetSslTargetNameOverride(config_.tls.server_name_override);
-  }
-  std::unique_ptr<Replication::Stub> stub = Replication::NewStub(
-      grpc::CreateCustomChannel(primary_address, follow_credentials_, args));
+  std::unique_ptr<Replication::Stub> stub = ReplicaStub(
+      primary_address, int64_t{kMaxBatchBytes} +
+                           config_.server.max_message_bytes +
+                           (int64_t{1} << 20));
   grpc::ClientContext context;
-  if (!config_.auth_token.empty()) {
-    context.AddMetadata("authorization", ExpectedAuthorization(config_.auth_token));
-  }
+  Authorize(&context);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || role_ == Role::kFenced) return absl::CancelledError("");

@@ -17,6 +17,7 @@
 #include "server/bearer_auth.h"
 #include "server/checkpoint_format.h"
 #include "server/replication/replica_node_internal.h"
+#include "server/unary_call.h"
 #include "spdlog/spdlog.h"
 
 namespace ps::replication {
@@ -379,6 +380,38 @@ void ReplicaNode::FollowCall::AdvanceLocked() {
 void ReplicaNode::StartFollowService(ServerQueue* queue) {
   queue_ = queue;
   RequestFollowCall();
+  UnaryMethod<TailRequest, TailResponse> tail;
+  tail.request = [this](grpc::ServerContext* context, TailRequest* request,
+                        grpc::ServerAsyncResponseWriter<TailResponse>* writer,
+                        grpc::ServerCompletionQueue* cq, void* tag) {
+    follow_service_.RequestTail(context, request, writer, cq, cq, tag);
+  };
+  tail.handle = [this](const grpc::ServerContext& context,
+                       const TailRequest& request, TailResponse* response,
+                       UnaryDone done) {
+    const absl::Status auth =
+        CheckBearer(context, ExpectedAuthorization(config_.auth_token));
+    if (!auth.ok()) {
+      done(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(auth.message())));
+      return;
+    }
+    done(AnswerTail(request, response));
+  };
+  ServeUnary(queue, std::move(tail));
+}
+
+grpc::Status ReplicaNode::AnswerTail(const TailRequest& request,
+                                     TailResponse* response) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::vector<Entry>> after =
+      tail_.After(request.after_seq(), request.after_term());
+  if (!after.ok()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        std::string(after.status().message()));
+  }
+  for (Entry& entry : *after) *response->add_entries() = std::move(entry);
+  return grpc::Status::OK;
 }
 
 void ReplicaNode::RequestFollowCall() {
