@@ -41,8 +41,11 @@ absl::Status DecodeEntryPush(const Entry& entry, DataRequestView* push) {
 void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
                                  FollowProgress* follow) {
   // A stream that ended before its snapshot was restored is retried after
-  // this long (the leader may still be activating; see below).
+  // this long (the leader may still be activating; see below); a resume,
+  // which copies nothing, sooner: a new leader is often still rolling
+  // forward when its backups first ask.
   constexpr absl::Duration kFollowRetry = absl::Milliseconds(200);
+  constexpr absl::Duration kResumeRetry = absl::Milliseconds(50);
   const bool other_leader =
       state.leader.has_value() && state.leader->value != address_;
   if (role == Role::kStarting) {
@@ -74,7 +77,7 @@ void ReplicaNode::StepAsFollower(Role role, const RoleState& state,
     } else if (other_leader) {
       if (!leader_changed) DeposeIfPrimaryGone(*state.leader, follow);
       const bool retry = !follow->deposed &&
-                         absl::Now() >= follow->ended_at + kFollowRetry;
+                         absl::Now() >= follow->ended_at + kResumeRetry;
       if (leader_changed || retry) StartFollowing(*state.leader, follow);
     }
   } else if (leader_changed) {
