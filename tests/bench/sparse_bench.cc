@@ -6,6 +6,17 @@
 //   bazel run -c opt //tests/bench:sparse_bench -- [--configs 1x1,2x2]
 //       [--dims 16,64] [--batches 1000,10000,100000]
 //       [--spaces 1000000,100000000] [--seconds 2] [--quick]
+//   bazel run -c opt //tests/bench:sparse_bench -- --lifecycle_rounds 15
+//
+// --lifecycle_rounds R (instead of the cells): what the row lifecycle costs
+// a client, end to end (sparse_table_bench measures it in-process, against
+// the table alone): 1 server x 1 client, dim 16, 8 batches of 10,000 ids
+// Zipf(1.1) over 10^6 ids; tables plain, capacity (max_rows_per_shard 4 M:
+// the LRU bookkeeping, nothing dropped) and all three rules (count filter 2,
+// ttl_clocks 2^40, the capacity rule; every id admitted before timing).
+// Each round runs a pull window and a push window of --seconds per table,
+// the tables' order rotated round by round; cost = median over rounds of
+// 1 - keys/s / the plain table's keys/s in the same round.
 //
 // A cell: W client threads (one Client each, not workers: async tables),
 // each with its own 8 batches, pull (or push, SGD) them back to back for
@@ -46,6 +57,8 @@ ABSL_FLAG(std::string, dims, "16,64", "row widths");
 ABSL_FLAG(std::string, batches, "1000,10000,100000", "ids per call");
 ABSL_FLAG(std::string, spaces, "1000000,100000000", "distinct ids drawn from");
 ABSL_FLAG(double, seconds, 2.0, "timed seconds per cell and op");
+ABSL_FLAG(int, lifecycle_rounds, 0,
+          "> 0: measure the lifecycle rules' cost end to end instead");
 ABSL_FLAG(bool, quick, false,
           "smoke run: 1x1, dim 16, batches 1000 and 10000, 1M ids, 0.3 s");
 
@@ -228,11 +241,119 @@ std::vector<Cell> RunConfig(int servers, int workers,
   return cells;
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --lifecycle_rounds (the file comment); prints a table and a JSON line.
+int RunLifecycle(int rounds, double seconds) {
+  constexpr uint32_t kDim = 16;
+  constexpr uint64_t kBatch = 10000;
+  constexpr uint64_t kSpace = 1000000;
+  const std::vector<std::pair<std::string, std::string>> tables = {
+      {"plain", ""},
+      {"capacity", ", eviction: {max_rows_per_shard: 4000000}"},
+      {"all", ", admission: {min_count: 2}, eviction: {ttl_clocks: "
+              "1099511627776, max_rows_per_shard: 4000000}"}};
+  testing::ClusterSpec spec;
+  spec.num_servers = 1;
+  spec.num_workers = 1;
+  spec.body_yaml = "server: {device: cpu, max_message_bytes: 134217728}\n"
+                   "client: {rpc_timeout_ms: 120000}\ntables:\n";
+  for (const auto& [name, rules] : tables) {
+    absl::StrAppend(&spec.body_yaml, "  - {name: ", name,
+                    ", kind: sparse, dim: ", kDim,
+                    ", optimizer: {type: sgd, learning_rate: 0.01}", rules,
+                    "}\n");
+  }
+  absl::StatusOr<std::unique_ptr<testing::LocalCluster>> cluster =
+      testing::LocalCluster::Start(spec);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "cluster: %s\n", cluster.status().ToString().c_str());
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client = (*cluster)->Connect(-1);
+  if (!client.ok()) {
+    std::fprintf(stderr, "connect: %s\n", client.status().ToString().c_str());
+    return 1;
+  }
+  bench::ZipfIds zipf(kSpace, 1.1, 17);
+  std::vector<std::vector<uint64_t>> batches;
+  for (int i = 0; i < 8; ++i) batches.push_back(zipf.Batch(kBatch));
+  std::vector<float> out(kBatch * kDim);
+  const std::vector<float> grads(kBatch * kDim, 1e-3f);
+  std::vector<uint32_t> ids;
+  for (const auto& [name, rules] : tables) {
+    ids.push_back((*client)->GetTable(name)->table_id);
+    for (int pass = 0; pass < 2; ++pass) {  // two pushes admit every id
+      for (const auto& b : batches) {
+        const absl::Status s = (*client)->PushSparse(ids.back(), b, grads).Wait();
+        if (!s.ok()) {
+          std::fprintf(stderr, "push: %s\n", s.ToString().c_str());
+          return 1;
+        }
+      }
+    }
+  }
+  const size_t n = tables.size();
+  std::vector<std::vector<double>> pull(n), push(n);
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t t = (k + r) % n;
+      for (bool is_push : {false, true}) {
+        const double keys_per_s =
+            Drive(1, seconds, kBatch, [&](int, int i) {
+              const std::vector<uint64_t>& b = batches[i % 8];
+              const absl::Status s =
+                  is_push ? (*client)->PushSparse(ids[t], b, grads).Wait()
+                          : (*client)
+                                ->PullSparse(ids[t], b, absl::MakeSpan(out))
+                                .Wait();
+              if (!s.ok()) {
+                std::fprintf(stderr, "request: %s\n", s.ToString().c_str());
+                std::exit(1);
+              }
+            }).first;
+        (is_push ? push : pull)[t].push_back(keys_per_s);
+      }
+    }
+  }
+  std::printf("Lifecycle cost end to end (1x1, dim %u, Zipf(1.1) batches of "
+              "%llu ids over %llu, %d rounds of %.2f s windows)\n",
+              kDim, static_cast<unsigned long long>(kBatch),
+              static_cast<unsigned long long>(kSpace), rounds, seconds);
+  std::printf("%-10s %14s %14s %10s %10s\n", "table", "pull_keys/s",
+              "push_keys/s", "pull_cost", "push_cost");
+  std::vector<std::string> items;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<double> pull_costs, push_costs;
+    for (int r = 0; r < rounds; ++r) {
+      pull_costs.push_back(1 - pull[t][r] / pull[0][r]);
+      push_costs.push_back(1 - push[t][r] / push[0][r]);
+    }
+    std::printf("%-10s %14.0f %14.0f %9.1f%% %9.1f%%\n",
+                tables[t].first.c_str(), Median(pull[t]), Median(push[t]),
+                100 * Median(pull_costs), 100 * Median(push_costs));
+    items.push_back(absl::StrFormat(
+        "{\"table\":\"%s\",\"pull_keys_per_s\":%.0f,\"push_keys_per_s\":%.0f,"
+        "\"pull_cost\":%.4f,\"push_cost\":%.4f}",
+        tables[t].first, Median(pull[t]), Median(push[t]), Median(pull_costs),
+        Median(push_costs)));
+  }
+  std::printf("{\"lifecycle_end_to_end\":[%s]}\n",
+              absl::StrJoin(items, ",").c_str());
+  return 0;
+}
+
 }  // namespace
 }  // namespace ps
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (const int rounds = absl::GetFlag(FLAGS_lifecycle_rounds); rounds > 0) {
+    return ps::RunLifecycle(rounds, absl::GetFlag(FLAGS_seconds));
+  }
   const bool quick = absl::GetFlag(FLAGS_quick);
   const std::string configs = quick ? "1x1" : absl::GetFlag(FLAGS_configs);
   const std::vector<uint64_t> dims =
