@@ -46,10 +46,10 @@ TEST(PlanTest, RowsTimesTheFormulaPerShard) {
   EXPECT_EQ(plan->tables[1].row.total(), 152u);
   EXPECT_EQ(plan->tables[1].row.raw_float32, 128u);
   EXPECT_EQ(plan->tables[1].rows_per_shard, 2501u);
-  // float16 values, ttl_clocks + max_rows: 32 + 64 + 24 + 30 + 18 = 168.
-  EXPECT_EQ(plan->tables[2].row.total(), 168u);
+  // float16 values, ttl_clocks + max_rows: 32 + 64 + 24 + 46 + 26 = 192.
+  EXPECT_EQ(plan->tables[2].row.total(), 192u);
   EXPECT_EQ(plan->tables[2].rows_per_shard, 1000u);
-  EXPECT_EQ(plan->bytes_per_shard, 51u * 12 + 2501u * 152 + 1000u * 168);
+  EXPECT_EQ(plan->bytes_per_shard, 51u * 12 + 2501u * 152 + 1000u * 192);
   EXPECT_EQ(plan->budget_bytes, 1000000u);
   EXPECT_TRUE(plan->fits());
   std::ostringstream text;

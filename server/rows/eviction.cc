@@ -35,8 +35,15 @@ class AccessQueue {
       index_->set_tag(slot, tag_, seq_);
       e.seq = seq_;
     }
+    // Grown by 1.25x, not the vector's 2x: its capacity is what the memory
+    // formula charges (row_cost.h: 2.5 entries per row).
+    if (entries_.size() == entries_.capacity()) {
+      entries_.reserve(entries_.size() + entries_.size() / 4 + 16);
+    }
     entries_.push_back(e);
-    if (entries_.size() - head_ > 2 * index_->size() + 1024) Compact();
+    // The stale entries before head_ count: with churn (rows created, never
+    // used again, dropped) they are nearly all the queue.
+    if (entries_.size() > 2 * index_->size() + 1024) Compact();
   }
 
   // Records `slots`' accesses in order (Touch with `stamp`), prefetching.
@@ -86,6 +93,8 @@ class AccessQueue {
     entries_.clear();
     head_ = 0;
   }
+
+  size_t size() const { return entries_.size(); }
 
  private:
   struct Sequenced {
@@ -199,6 +208,7 @@ class TtlEviction final : public EvictionPolicy {
       queue_.Touch(order.slots[i], order.stamps[i], /*force=*/true);
     }
   }
+  size_t queued_entries() const override { return queue_.size(); }
 
  private:
   const char* const name_;
@@ -240,6 +250,7 @@ class CapacityEviction final : public EvictionPolicy {
     queue_.Clear();
     for (uint32_t s : order.slots) queue_.Touch(s, 0);
   }
+  size_t queued_entries() const override { return queue_.size(); }
 
  private:
   const uint64_t max_rows_;

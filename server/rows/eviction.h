@@ -85,6 +85,11 @@ class EvictionPolicy {
   // (slots must be live and distinct).
   virtual EvictionOrder Export() const = 0;
   virtual void Import(const EvictionOrder& order) = 0;
+
+  // Entries the rule's queue holds, stale ones included (16 bytes each for
+  // TTL rules, 8 for capacity): at most 2 x the most rows live at once +
+  // 1025, in an array of at most 1.25 x that (row_cost.h).
+  virtual size_t queued_entries() const = 0;
 };
 
 // How many rules `config` sets (the tags a RowIndex needs for them).

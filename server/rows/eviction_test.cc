@@ -154,7 +154,7 @@ TEST(EvictionTest, ExactOrderWithDropsAndReusedSlotsAcrossCompactions) {
   // Each step accesses the 8 most recent rows 30 times and one row at
   // random, so the other rows age out in order, ~56 steps (1700 entries)
   // after their last access: the queue past its head outgrows the
-  // compaction threshold (64 x 1.5 + 1024) again and again.
+  // compaction threshold (2 x 64 + 1024) again and again.
   for (int i = 0; i < 2000; ++i) {
     for (int k = 0; k <= 30; ++k) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -172,6 +172,40 @@ TEST(EvictionTest, ExactOrderWithDropsAndReusedSlotsAcrossCompactions) {
     order.erase(order.begin());
   }
   EXPECT_EQ(r.policy->Export().slots, order);
+}
+
+// Rows that are created, never used again and dropped (churn) leave only
+// stale entries in front of the queue's head: they must be compacted away
+// too, or the queue grows with every row ever created.
+TEST(EvictionTest, ChurnKeepsEachQueueWithinItsBound) {
+  constexpr uint64_t kLive = 100;
+  EvictionConfig capacity;
+  capacity.max_rows_per_shard = kLive;
+  EvictionConfig ttl;
+  ttl.ttl_clocks = 1;
+  for (const EvictionConfig& c : {capacity, ttl}) {
+    Rule r(c, 0);
+    std::vector<uint32_t> live;
+    uint64_t next_id = 1;
+    size_t most = 0;       // entries queued
+    size_t most_rows = 0;  // rows live at once (before a step's drops)
+    for (int64_t clock = 1; clock <= 2000; ++clock) {
+      // Capacity: 50 new rows a step, the 50 oldest dropped beyond kLive.
+      // TTL: 50 new rows a clock, each dropped 2 clocks later.
+      std::vector<uint32_t> created;
+      for (int k = 0; k < 50; ++k) created.push_back(r.index.Insert(next_id++));
+      r.policy->OnCreate(created, {clock, 0});
+      most_rows = std::max(most_rows, r.index.size());
+      const std::vector<uint32_t> dropped =
+          r.ExpiredAt({clock, 0}, r.index.size());
+      for (uint32_t s : dropped) r.index.Remove(s);
+      most = std::max(most, r.policy->queued_entries());
+    }
+    EXPECT_LE(r.index.size(), kLive) << r.policy->name();
+    // eviction.h, row_cost.h: 2 entries per row + 1025 (before the fix:
+    // one per row ever created, 100,000).
+    EXPECT_LE(most, 2 * most_rows + 1025) << r.policy->name();
+  }
 }
 
 TEST(EvictionTest, OrderSurvivesExportAndImport) {

@@ -39,8 +39,8 @@ absl::StatusOr<RowCost> SparseRowCost(const TableConfig& table) {
   cost.accumulator = dim * 4 * AccumulatorFloats(table);
   cost.index = kIndexBytesPerRow;
   const EvictionConfig& e = table.eviction;
-  cost.lifecycle = (e.ttl_clocks > 0 ? 38 : 0) + (e.ttl_seconds > 0 ? 38 : 0) +
-                   (e.max_rows_per_shard > 0 ? 22 : 0);
+  cost.lifecycle = (e.ttl_clocks > 0 ? 46 : 0) + (e.ttl_seconds > 0 ? 46 : 0) +
+                   (e.max_rows_per_shard > 0 ? 26 : 0);
   cost.raw_float32 = dim * 4 * (1 + *slots);
   return cost;
 }

@@ -8,10 +8,11 @@
 //                   sgd 0, momentum / adagrad 1, adam / adamw / ftrl 2)
 //     accumulator = dim x 4 for sync tables (the step's gradient sum)
 //     index       = kIndexBytesPerRow (id -> row; row_index.h)
-//     lifecycle   = 38 per TTL rule + 22 for max_rows_per_shard: each rule
+//     lifecycle   = 46 per TTL rule + 26 for max_rows_per_shard: each rule
 //                   keeps a 4-byte tag in the index record (x 1.5, the
 //                   records' growth) and a queue of at most 2 entries per
-//                   row, of 16 bytes (TTL: slot, sequence, stamp) or 8
+//                   row (+ 1025) in an array grown by 1.25x (2.5 entries per
+//                   row allocated), of 16 bytes (TTL: slot, stamp) or 8
 //                   (capacity: slot, sequence); eviction.h
 //   plus, with a count filter, kPendingBytesPerId per id counted and not
 //   yet admitted (charged against the memory cap as well: sparse_rows.h).
