@@ -233,9 +233,17 @@ absl::StatusOr<std::unique_ptr<Client>> StartFactorThree(
   return client;
 }
 
-// The index of the replica at `address` among replicas 1 and 2.
-int IndexOf(const ReplicatedShard& shard, const std::string& address) {
-  return address == shard.address(1) ? 1 : 2;
+// After replica 0's death: waits up to 10 s for replica 1 or 2 to be the
+// primary the client sees; returns its index (-1: neither).
+int NewPrimaryOf1And2(const ReplicatedShard& shard) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  do {
+    const std::string primary = shard.resolver().Address(0);
+    if (primary == shard.address(1)) return 1;
+    if (primary == shard.address(2)) return 2;
+    absl::SleepFor(absl::Milliseconds(20));
+  } while (absl::Now() < deadline);
+  return -1;
 }
 
 // replication.factor 3, the primary SIGKILLed while idle: both backups hold
@@ -254,17 +262,10 @@ TEST(ReplicatedShardTest, FactorThreeBackupResumesFromTheNewPrimary) {
   ASSERT_TRUE(CountingPushes(client->get(), 500, nullptr, &pause).ok());
   ASSERT_TRUE(shard.replica(0)->Signal(SIGKILL).ok());
   // The new primary P is elected and the other backup O follows it again.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  std::string primary;
-  while (absl::Now() < deadline) {
-    primary = shard.resolver().Address(0);
-    if (primary == shard.address(1) || primary == shard.address(2)) break;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  ASSERT_TRUE(primary == shard.address(1) || primary == shard.address(2))
-      << primary;
-  const int p = IndexOf(shard, primary);
+  const int p = NewPrimaryOf1And2(shard);
+  ASSERT_NE(p, -1) << shard.resolver().Address(0);
   const int o = 3 - p;
+  const std::string primary = shard.address(p);
   const absl::Status synced = shard.WaitFor(
       primary, {primary, shard.address(o)}, absl::Seconds(10));
   ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(o) << shard.Log(p);
@@ -309,11 +310,10 @@ TEST(ReplicatedShardTest, FactorThreeNewPrimaryRollsForwardTheOtherBackup) {
       },
       &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(1) << shard.Log(2);
-  const std::string primary = shard.resolver().Address(0);
-  ASSERT_TRUE(primary == shard.address(1) || primary == shard.address(2))
-      << primary;
-  const int p = IndexOf(shard, primary);
+  const int p = NewPrimaryOf1And2(shard);
+  ASSERT_NE(p, -1) << shard.resolver().Address(0);
   const int o = 3 - p;
+  const std::string primary = shard.address(p);
   const absl::Status synced = shard.WaitFor(
       primary, {primary, shard.address(o)}, absl::Seconds(10));
   ASSERT_TRUE(synced.ok()) << synced << "\n" << shard.Log(o) << shard.Log(p);
@@ -346,11 +346,10 @@ TEST(ReplicatedShardTest, FactorThreeSurvivesThePrimarysKillUnderLoad) {
       client->get(), 2000,
       [&] { ASSERT_TRUE(shard.replica(0)->Signal(SIGKILL).ok()); }, &pause);
   ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(1) << shard.Log(2);
-  const std::string primary = shard.resolver().Address(0);
-  ASSERT_TRUE(primary == shard.address(1) || primary == shard.address(2))
-      << primary;
-  const int p = IndexOf(shard, primary);
+  const int p = NewPrimaryOf1And2(shard);
+  ASSERT_NE(p, -1) << shard.resolver().Address(0);
   const int o = 3 - p;
+  const std::string primary = shard.address(p);
   // O resumed (in_sync again) or was fenced: wait for one of the two.
   std::vector<std::string> in_sync;
   bool fenced = false;
