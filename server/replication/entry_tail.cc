@@ -1,15 +1,17 @@
 #include "server/replication/entry_tail.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace ps::replication {
 
-void EntryTail::Append(const Entry& entry) {
+void EntryTail::Append(Entry entry) {
   if (max_bytes_ == 0) return;
   if (!entries_.empty() && entry.seq() != newest_seq() + 1) Clear();
-  entries_.push_back(entry);
   bytes_ += entry.data_request().size();
+  entries_.push_back(std::move(entry));
   while (entries_.size() > 1 && bytes_ > max_bytes_) {
     bytes_ -= entries_.front().data_request().size();
     entries_.pop_front();

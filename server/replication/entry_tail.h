@@ -35,9 +35,10 @@ class EntryTail {
 
   // Appends `entry`. If it does not follow the newest entry (seq + 1), the
   // tail restarts with it.
-  void Append(const Entry& entry);
+  void Append(Entry entry);
   void Clear();
 
+  bool enabled() const { return max_bytes_ > 0; }
   bool empty() const { return entries_.empty(); }
   // REQUIRES: !empty().
   uint64_t newest_seq() const { return entries_.back().seq(); }

@@ -291,7 +291,7 @@ bool ReplicaNode::RollForward(const std::vector<std::string>& in_sync_ids) {
     if (!answer.ok() || response.entries().empty()) continue;
     FollowMessage message;
     *message.mutable_entries() = std::move(*response.mutable_entries());
-    const absl::StatusOr<uint64_t> applied = ApplyEntries(message);
+    const absl::StatusOr<uint64_t> applied = ApplyEntries(&message);
     if (!applied.ok()) {
       Fence(absl::StrCat("rolling forward the entries of ", address,
                          " failed: ", applied.status().message()));
