@@ -6,7 +6,11 @@
 // primary.
 //
 //   bazel run -c opt //tests/replication:replication_bench -- [--rounds 5]
-//       [--small_ops 2000] [--big_ops 10] [--kills 20]
+//       [--small_ops 2000] [--big_ops 10] [--kills 20] [--factor 2]
+//
+// --factor R > 2 replicates R times instead (the primary waits for R - 1
+// backups); the table's "2" then reads R, the JSON key factor_R; the
+// failover part needs --kills 0 there.
 //
 // Cases, one push at a time from one client (not a worker), async SGD table
 // of 16 MiB: "push 4 KiB" (the first 1024 floats) -> p50 and p99 latency;
@@ -66,6 +70,7 @@ ABSL_FLAG(int, rounds, 5, "alternated rounds");
 ABSL_FLAG(int, small_ops, 2000, "4 KiB pushes per round and side");
 ABSL_FLAG(int, big_ops, 10, "16 MiB pushes per round and side");
 ABSL_FLAG(int, kills, 20, "SIGKILLs of the primary (0: no failover part)");
+ABSL_FLAG(int, factor, 2, "replication.factor of the replicated side (>= 2)");
 // The ceiling's child processes (relay_ceiling.h); not for people.
 ABSL_FLAG(std::string, role, "bench", "bench | tcp_peer | tcp_relay");
 ABSL_FLAG(std::string, port_file, "", "tcp_peer, tcp_relay: write the port here");
@@ -255,10 +260,11 @@ void PrintRow(const Row& row) {
 
 std::string RowJson(const Row& row) {
   return absl::StrFormat(
-      "\"%s\":{\"factor_1\":%.6g,\"factor_2\":%.6g,\"ratio\":%.3f,"
+      "\"%s\":{\"factor_1\":%.6g,\"factor_%d\":%.6g,\"ratio\":%.3f,"
       "\"tcp_direct\":%.6g,\"tcp_relayed\":%.6g,\"ceiling_ratio\":%.3f,"
       "\"vs_ceiling\":%.3f}",
-      row.json_key, row.side[kFactor1], row.side[kFactor2], row.ratio(),
+      row.json_key, row.side[kFactor1], absl::GetFlag(FLAGS_factor),
+      row.side[kFactor2], row.ratio(),
       row.side[kTcpDirect], row.side[kTcpRelayed], row.ceiling(),
       row.ratio() / row.ceiling());
 }
@@ -277,9 +283,11 @@ void Print(int rounds, const Side (&sides)[kNumSides], const Failovers& f) {
               "the same payloads over loopback TCP, direct and relayed\n",
               rounds, absl::GetFlag(FLAGS_small_ops),
               absl::GetFlag(FLAGS_big_ops));
+  const int factor = absl::GetFlag(FLAGS_factor);
   std::printf("%-15s %13s %13s %7s %13s %13s %9s %10s\n", "case", "factor 1",
-              "factor 2", "2 vs 1", "TCP direct", "TCP relayed", "relayed",
-              "2 vs 1 /");
+              absl::StrCat("factor ", factor).c_str(),
+              absl::StrCat(factor, " vs 1").c_str(), "TCP direct",
+              "TCP relayed", "relayed", absl::StrCat(factor, " vs 1 /").c_str());
   std::printf("%-15s %13s %13s %7s %13s %13s %9s %10s\n", "", "", "", "", "",
               "", "vs direct", "ceiling");
   std::string json = absl::StrFormat(
@@ -307,6 +315,11 @@ void Print(int rounds, const Side (&sides)[kNumSides], const Failovers& f) {
 }
 
 int Run() {
+  const int factor = absl::GetFlag(FLAGS_factor);
+  if (factor < 2 || (factor > 2 && absl::GetFlag(FLAGS_kills) > 0)) {
+    return Fail("flags", absl::InvalidArgumentError(
+                             "--factor must be >= 2, and 2 with --kills > 0"));
+  }
   // The unreplicated ceiling: one ps_server, the same table.
   ClusterSpec spec;
   spec.num_servers = 1;
@@ -322,13 +335,14 @@ int Run() {
       (*single)->Connect(-1);
   if (!single_client.ok()) return Fail("connect", single_client.status());
 
-  // Two replicas; the bench starts once both are in sync.
+  // --factor replicas; the bench starts once all are in sync.
   ReplicatedShard shard;
   ReplicatedShard::Options options;
   options.table_size = kTableFloats;
+  options.factor = factor;
   absl::Status s = shard.Start("replication_bench", options);
   if (!s.ok()) return Fail("etcd", s);
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < factor; ++i) {
     absl::StatusOr<int> r = shard.AddReplica();
     if (!r.ok()) return Fail("replica", r.status());
     std::vector<std::string> in_sync;
@@ -367,7 +381,7 @@ int Run() {
   }
   s = (*ceiling)->Stop();
   if (!s.ok()) return Fail("TCP ceiling", s);
-  if (shard.InSync().size() != 2) {
+  if (shard.InSync().size() != static_cast<size_t>(factor)) {
     return Fail("replicas", absl::InternalError("a backup fell out of sync"));
   }
 
