@@ -1,6 +1,7 @@
-// ps_launch with replication.factor 2 (issue 18), real processes: the
-// launcher starts etcd, two ps_server replicas per shard, waits until every
-// shard is fully replicated, and --kill_server SIGKILLs a shard's primary
+// ps_launch with replication.factor 2 (3 where a test says so; issue 18),
+// real processes: the launcher starts etcd, two ps_server replicas per
+// shard, waits until every shard is fully replicated, and --kill_server
+// SIGKILLs a shard's primary
 // mid-job. The backup takes over, the trainers see a pause (no worker is
 // restarted), the killed replica is restarted on its port, catches up and
 // the launcher says when the shard is fully replicated again; etcd and the
@@ -96,6 +97,39 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
   errno = 0;
   EXPECT_EQ(::kill(etcd_pid, 0), -1);
   EXPECT_EQ(errno, ESRCH) << "etcd (pid " << etcd_pid << ") still runs";
+}
+
+// replication.factor 3: the primary's SIGKILL costs one restart, of the
+// killed replica only: the other backup resumes from the new primary instead
+// of fencing itself (which the launcher would count as a second restart),
+// and the shard is fully replicated again once the restarted one caught up.
+TEST(PsLaunchReplicationTest, FactorThreeKillRestartsOnlyTheKilledReplica) {
+  const std::string dir = TempDir();
+  BackgroundLaunch launch(
+      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
+       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=async",
+       "--set=replication.factor=3", "--kill_server=0", "--kill_after_s=1",
+       "--worker_flags=--log_every_steps=10"});
+  ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
+  const std::vector<std::string>& lines = launch.lines();
+  const std::string out = launch.Joined();
+  EXPECT_EQ(CountMatching(lines, std::regex("\\[launch\\] servers ready at .* "
+                                            "\\(every shard's 3 replicas in "
+                                            "sync\\); starting the workers")),
+            1)
+      << out;
+  const int kill = FirstMatching(
+      lines, std::regex("\\[launch\\] chaos: SIGKILL server 0\\.[012] \\(pid "
+                        "[0-9]+, primary of shard 0\\) .*"));
+  ASSERT_GE(kill, 0) << out;
+  const int repaired = FirstMatching(
+      lines, std::regex("\\[launch\\] shard 0: fully replicated again \\(3 of "
+                        "3 replicas in sync\\)"));
+  EXPECT_GT(repaired, kill) << out;
+  EXPECT_GE(FirstMatching(lines, std::regex(".*resumes after entry.*")), 0)
+      << out;
+  EXPECT_EQ(CountMatching(lines, std::regex(".*fenced.*")), 0) << out;
+  ExpectTrainedWithOneServerRestart(lines, out);
 }
 
 // A replica paused (SIGSTOP) past the lease and the ack timeout, as a long
