@@ -1,11 +1,10 @@
 // ps_launch with replication.factor 2 (3 where a test says so; issue 18),
 // real processes: the launcher starts etcd, two ps_server replicas per
 // shard, waits until every shard is fully replicated, and --kill_server
-// SIGKILLs a shard's primary
-// mid-job. The backup takes over, the trainers see a pause (no worker is
-// restarted), the killed replica is restarted on its port, catches up and
-// the launcher says when the shard is fully replicated again; etcd and the
-// temporary files are gone afterwards.
+// SIGKILLs a shard's primary mid-job. The backup takes over, the trainers
+// see a pause (no worker is restarted), the killed replica is restarted on
+// its port, catches up and the launcher says when the shard is fully
+// replicated again; etcd and the temporary files are gone afterwards.
 #include <signal.h>
 
 #include <cerrno>
