@@ -248,7 +248,9 @@ void ReplicaNode::TryActivate(int64_t term) {
   // The workers' registry was not replicated: they are met as by a shard
   // restored from a checkpoint (adopted and caught up by their next
   // requests), before any of their requests is served here.
-  if (followed && in_sync->has_value() && !RollForward(**in_sync)) return;
+  if (followed && in_sync->has_value() && !RollForward(**in_sync, term)) {
+    return;
+  }
   if (followed) shard_->RestartMembership(absl::Now());
   {
     absl::MutexLock lock(&mu_);
@@ -266,7 +268,8 @@ void ReplicaNode::TryActivate(int64_t term) {
   }
 }
 
-bool ReplicaNode::RollForward(const std::vector<std::string>& in_sync_ids) {
+bool ReplicaNode::RollForward(const std::vector<std::string>& in_sync_ids,
+                              int64_t term) {
   constexpr absl::Duration kTailTimeout = absl::Milliseconds(300);
   for (const std::string& id : in_sync_ids) {
     if (id == replica_id_) continue;
@@ -277,6 +280,7 @@ bool ReplicaNode::RollForward(const std::vector<std::string>& in_sync_ids) {
       if (tail_.empty() || tail_.newest_seq() != applied_seq_) return true;
       request.set_after_seq(applied_seq_);
       request.set_after_term(tail_.newest_term());
+      request.set_term(term);
     }
     const std::string address(ReplicaAddress(id));
     // A whole tail, plus the one entry it may keep beyond its budget.

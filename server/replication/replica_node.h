@@ -269,10 +269,12 @@ class ReplicaNode final : public Shard::StepSequencer {
   // does not answer within 300 ms, or is not ahead, is skipped (if ahead
   // after all, its resume is refused and it fences itself). False (and
   // fenced) when an entry fails to apply.
-  bool RollForward(const std::vector<std::string>& in_sync_ids)
+  bool RollForward(const std::vector<std::string>& in_sync_ids, int64_t term)
       ABSL_LOCKS_EXCLUDED(mu_);
   // The Tail method: the entries after the asker's last one (EntryTail::
-  // After).
+  // After), once the message being applied (if any) is done; a backup only
+  // (others have no tail to give: FAILED_PRECONDITION at once). Waits on
+  // the server's queue thread for at most 250 ms (one message's apply).
   grpc::Status AnswerTail(const TailRequest& request, TailResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
   // A stub for the Replication service of the replica at `address` (the
@@ -383,6 +385,10 @@ class ReplicaNode final : public Shard::StepSequencer {
       absl::StatusCode::kOk;
   grpc::ClientContext* follow_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // The follow thread admitted a message (its term) and has not finished
+  // it: set with the term check under mu_, so a Tail request observing a
+  // newer term either comes first (the message is refused) or waits.
+  bool applying_message_ ABSL_GUARDED_BY(mu_) = false;
   int64_t applying_ ABSL_GUARDED_BY(mu_) = 0;  // entries submitted, not done
 
   std::thread control_thread_;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -238,7 +239,18 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
   FollowMessage message;
   std::string snapshot;  // its pieces so far
   while (stream->Read(&message)) {
-    if (absl::Status s = fence_.AdmitFromPrimary(message.term()); !s.ok()) {
+    absl::Status admitted;
+    {
+      absl::MutexLock lock(&mu_);
+      admitted = fence_.AdmitFromPrimary(message.term());
+      applying_message_ = admitted.ok();
+    }
+    // Every way out of this message's processing ends it.
+    absl::Cleanup done_with_message = [this] {
+      absl::MutexLock lock(&mu_);
+      applying_message_ = false;
+    };
+    if (absl::Status s = admitted; !s.ok()) {
       FollowRequest refuse;
       refuse.set_status_code(static_cast<int>(s.code()));
       refuse.set_status_message(std::string(s.message()));

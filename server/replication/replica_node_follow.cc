@@ -404,6 +404,20 @@ void ReplicaNode::StartFollowService(ServerQueue* queue) {
 grpc::Status ReplicaNode::AnswerTail(const TailRequest& request,
                                      TailResponse* response) {
   absl::MutexLock lock(&mu_);
+  if (role_ != Role::kBackup) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("replica ", address_, " is ",
+                                     RoleName(role_), ", not a backup"));
+  }
+  fence_.Observe(request.term());
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !applying_message_;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&idle),
+                            absl::Milliseconds(250))) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "still applying the old primary's last message");
+  }
   absl::StatusOr<std::vector<Entry>> after =
       tail_.After(request.after_seq(), request.after_term());
   if (!after.ok()) {
