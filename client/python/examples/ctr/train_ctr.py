@@ -161,6 +161,10 @@ def main(argv=None):
                       [s.address for s in stats]),
                   "heap": cluster_stats.heap_memory(stats),
                   "table": cluster_stats.table_memory(stats, sparse.name)}
+    # Nobody trains before worker 0 took that snapshot: the growth it
+    # reports covers every row (a worker that started first made it depend
+    # on timing).
+    client.barrier()
     log, curve = ProgressLog(worker.worker_index), []
     params = ps_client.nn.DenseParameters(client, model, args.dense_table)
     loop = job.TrainingLoop(model, ps_client.nn.Embedding(client, sparse),
