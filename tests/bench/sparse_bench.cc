@@ -49,6 +49,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "tests/bench/stats.h"
 #include "tests/bench/zipf.h"
 #include "tests/cluster_harness.h"
 
@@ -64,6 +65,8 @@ ABSL_FLAG(bool, quick, false,
 
 namespace ps {
 namespace {
+
+using bench::Median;
 
 using Clock = std::chrono::steady_clock;
 
@@ -239,11 +242,6 @@ std::vector<Cell> RunConfig(int servers, int workers,
     }
   }
   return cells;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // --lifecycle_rounds (the file comment); prints a table and a JSON line.

@@ -57,6 +57,7 @@
 #include "server/rows/row_cost.h"
 #include "server/rows/row_index.h"
 #include "server/shard_table.h"
+#include "tests/bench/stats.h"
 #include "tests/bench/zipf.h"
 
 ABSL_FLAG(uint64_t, rows, 1000000, "memory: rows per table");
@@ -70,6 +71,8 @@ ABSL_FLAG(std::string, sections, "memory,lifecycle",
 
 namespace ps {
 namespace {
+
+using bench::Median;
 
 constexpr size_t kBatch = 10000;
 
@@ -248,11 +251,6 @@ double WindowKeysPerSecond(const std::vector<std::vector<uint64_t>>& batches,
     elapsed = ThreadCpuSeconds() - start;
   }
   return static_cast<double>(keys) / elapsed;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Median keys per CPU second of `reps` windows of `seconds` CPU seconds

@@ -79,6 +79,7 @@
 #include "absl/strings/str_split.h"
 #include "common/command_line.h"
 #include "tests/bench/grpc_floor.h"
+#include "tests/bench/stats.h"
 #include "tests/bench/transport_bench_ceiling.h"
 #include "tests/bench/transport_bench_link.h"
 #include "tests/bench/transport_bench_plan.h"
@@ -161,18 +162,6 @@ BenchPlan PlanFromFlags() {
 
 int CeilingReps(const BenchPlan& plan, const Exchange& e) {
   return plan.Reps(std::max(e.first, e.second));
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
 // ------------------------------------------------------- ceiling clients
@@ -499,8 +488,8 @@ std::vector<Row> MergeWorkerResults(const Config& c, const std::string& device,
     }
     row.gbps = bytes / wall / 1e9;
     row.keys_per_s = keys / wall;
-    row.p50_us = Percentile(all, 0.5) * 1e6;
-    row.p99_us = Percentile(all, 0.99) * 1e6;
+    row.p50_us = Quantile(all, 0.5) * 1e6;
+    row.p99_us = Quantile(all, 0.99) * 1e6;
     row.client_cpu_us = client_cpu / ops * 1e6;
     row.server_cpu_us = ms[0].server_cpu_s / ops * 1e6;
     rows.push_back(row);

@@ -43,6 +43,7 @@
 #include "common/command_line.h"
 #include "common/config.h"
 #include "common/optimizers/optimizer_registry.h"
+#include "tests/bench/stats.h"
 
 #ifdef PS_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -65,6 +66,8 @@ ABSL_FLAG(int, reps, 5, "Timed repetitions per measurement (median).");
 namespace ps {
 namespace {
 
+using bench::Median;
+
 using Clock = std::chrono::steady_clock;
 
 struct Row {
@@ -84,12 +87,6 @@ struct Row {
   bool has_target() const { return target_ratio > 0; }
   bool target_met() const { return ratio() >= target_ratio; }
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 template <class F>
 double MedianSeconds(int reps, F&& f) {

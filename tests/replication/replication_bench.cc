@@ -61,6 +61,7 @@
 #include "client/client.h"
 #include "common/process_tuning.h"
 #include "common/status_macros.h"
+#include "tests/bench/stats.h"
 #include "tests/bench/transport_bench_ceiling.h"
 #include "tests/cluster_harness.h"
 #include "tests/replication/relay_ceiling.h"
@@ -80,17 +81,13 @@ ABSL_FLAG(int, parent_pid, 0, "tcp_peer, tcp_relay: the bench's pid");
 namespace ps::testing {
 namespace {
 
+using bench::Median;
+using bench::Quantile;
+
 constexpr uint64_t kTableFloats = 4 << 20;  // 16 MiB
 constexpr uint64_t kSmallFloats = 1024;     // 4 KiB
 // The ceiling's answer to each payload (a push's answer is about as small).
 constexpr uint64_t kAnswerBytes = 16;
-
-// The q-quantile (0 <= q <= 1) of `v`, nearest rank.
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
-}
-double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
 
 // Microseconds of each of `ops` pushes of `floats` values (after ops / 10
 // untimed ones); the first failure instead.
