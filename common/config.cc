@@ -472,7 +472,10 @@ const SectionSpec<ClientConfig>& ClientSection() {
                  kMaxChunkBytes,
                  "an integer in [4096, 67108864] (4 KiB to 64 MiB)",
                  "dense and sparse requests are cut into chunks of at most "
-                 "this many bytes, which pipeline"),
+                 "this many bytes, which pipeline; on links slower than the "
+                 "hosts' CPUs (about 1 Gbit/s) 131072 lets a push-pull's "
+                 "two directions overlap (a 1 MiB push-pull on a 1 Gbit/s "
+                 "link: 0.69 -> 0.95 of the link rate)"),
        IntKey<C>("rpc_timeout_ms", &C::rpc_timeout_ms, 1, kInt64Max,
                  "an integer > 0",
                  "deadline of control RPCs and of the handshake"),

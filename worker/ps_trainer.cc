@@ -124,6 +124,7 @@ absl::StatusOr<TrainResult> PsTrainLoop::Run() {
     ASSIGN_OR_RETURN(step, Rejoin(s, step));
   }
   result_.steps = total_;
+  const int64_t steps_run = result_.samples / schedule_.batch_size();
   const double train_s = clock_.seconds() - eval_s_;
   result_.samples_per_s = train_s > 0 ? result_.samples / train_s : 0.0;
   result_.final_loss = meter_.last_loss();
@@ -131,9 +132,10 @@ absl::StatusOr<TrainResult> PsTrainLoop::Run() {
   result_.wall_s = clock_.seconds();
   sink_(absl::StrFormat(
       "DONE worker=%d steps=%d samples=%d wall_s=%.3f samples_per_s=%.1f "
-      "longest_step_ms=%.1f",
+      "longest_step_ms=%.1f compute_ms_per_step=%.3f",
       options_.worker_index, result_.steps, result_.samples, result_.wall_s,
-      result_.samples_per_s, result_.longest_step_s * 1e3));
+      result_.samples_per_s, result_.longest_step_s * 1e3,
+      steps_run > 0 ? result_.compute_s / steps_run * 1e3 : 0.0));
   return result_;
 }
 
@@ -184,6 +186,7 @@ absl::Status PsTrainLoop::TrainStep(int64_t step, Future* pull, Future* push) {
   if (overlap_ && step + 1 < total_) {
     *pull = client_->PullDense(id, 0, absl::MakeSpan(params_[1 - cur_]));
   }
+  const double compute_begin = clock_.seconds();
   schedule_.Batch(step, &features_, &labels_);
   absl::StatusOr<float> loss = model_->LossAndGradient(
       params_[cur_], features_, labels_, absl::MakeSpan(grads_));
@@ -192,6 +195,7 @@ absl::Status PsTrainLoop::TrainStep(int64_t step, Future* pull, Future* push) {
   if (scale != 1.0f) {
     for (float& g : grads_) g *= scale;
   }
+  result_.compute_s += clock_.seconds() - compute_begin;
   // No copy of the gradients: `grads_` is not touched until push->Wait().
   *push = client_->PushDenseZeroCopy(id, 0, grads_);
   meter_.AddStep(*loss, schedule_.batch_size());

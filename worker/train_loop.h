@@ -27,11 +27,15 @@
 //   EVAL worker=0 epoch=1 step=200 test_accuracy=0.8712 time_s=5.100
 //   FINAL worker=0 steps=1404 test_accuracy=0.8843 time_s=40.2
 //   DONE worker=0 steps=1404 samples=89856 wall_s=40.3 samples_per_s=2229.6
-//        longest_step_ms=12.5
+//        longest_step_ms=12.5 compute_ms_per_step=1.234
 // `epoch` is 1-based; `step` counts this trainer's steps from 1.
 // longest_step_ms (ps_worker only; optional for other trainers): the
 // slowest step, pull to Clock(), evaluation excluded: a server's failover
 // or restart shows there as the trainer's longest stall.
+// compute_ms_per_step (ps_worker only, optional): the mean time of a step's
+// own work (batch, forward/backward, gradient scaling) over the steps this
+// worker ran; the rest of a step is communication and waiting for the
+// others (tests/bench/shaped_train.py models a step from it).
 #ifndef PS_WORKER_TRAIN_LOOP_H_
 #define PS_WORKER_TRAIN_LOOP_H_
 
@@ -140,6 +144,7 @@ struct TrainResult {
   double samples_per_s = 0.0;
   double final_loss = 0.0;  // mean loss of the last logging interval
   double longest_step_s = 0.0;  // the slowest step, evaluation excluded
+  double compute_s = 0.0;  // ps_worker: the steps' own work, summed
   double test_accuracy = -1.0;  // final; -1 when not evaluated
   // (time_s, test_accuracy) of every evaluation, in order.
   std::vector<std::pair<double, double>> evals;

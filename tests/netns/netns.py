@@ -216,6 +216,13 @@ def unavailable_reason():
     return None
 
 
+def tbf_burst_bytes(rate_bit):
+    """The bucket of a link shaped to `rate_bit`: 0.5 ms of traffic, at least
+    two 64 KiB GSO packets. An idle link sends that many bytes (Ethernet
+    frames as tbf counts them) at once before the rate applies."""
+    return max(128 * 1024, rate_bit // 8 // 2000)
+
+
 class _Topology:
     """One run's namespaces, links and faults. Lives in the owner process only."""
 
@@ -345,8 +352,7 @@ class _Topology:
             # netem's default queue (1000 packets) is too short for a 25 Gbit/s x 1 ms link.
             argv += ["limit", "100000"]
         elif rate_bit:
-            # Bucket: 0.5 ms of traffic, at least two 64 KiB GSO packets; queue: 5 ms more.
-            burst = max(128 * 1024, rate_bit // 8 // 2000)
+            burst = tbf_burst_bytes(rate_bit)  # queue: 5 ms more
             argv = ["tbf", "rate", f"{rate_bit}bit", "burst", str(burst),
                     "limit", str(burst + rate_bit // 8 // 200)]
         else:
@@ -638,6 +644,18 @@ class Network:
         """Shapes both directions of `host`'s link (each call replaces the last)."""
         self._command("link", host, f"rate_bit={int(rate_bit)}", f"delay_us={int(delay_us)}",
                       f"jitter_us={int(jitter_us)}", f"loss_pct={loss_pct}")
+
+    def shaper_drops(self):
+        """Packets the links' shapers dropped (their queue was full), summed
+        over every link and both directions, since each link was last set."""
+        tc = _tool("tc")
+        if tc is None:
+            raise Unavailable("no `tc` binary (Debian package iproute2)")
+        total = 0
+        for ns in [self.switch_netns] + [ns for ns, _ in self.hosts.values()]:
+            out = _run([tc, "-n", ns, "-s", "qdisc", "show"]).stdout
+            total += sum(int(n) for n in re.findall(r"dropped (\d+)", out))
+        return total
 
     def cut(self, a, b):
         """Silently drops every packet between a and b, both ways."""
