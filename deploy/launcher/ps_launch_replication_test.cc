@@ -23,6 +23,24 @@
 namespace ps::launcher::testing {
 namespace {
 
+// ps_launch's flags for these tests: 30 epochs of the job WriteConfig
+// writes, in `consistency`, with `factor` replicas per shard; with
+// `kill_primary`, server 0 (a shard's primary) is SIGKILLed 1 s in.
+std::vector<std::string> LaunchFlags(const std::string& dir,
+                                     const std::string& consistency,
+                                     int factor, bool kill_primary) {
+  std::vector<std::string> flags = {
+      "--progress=plain", "--config=" + WriteConfig(dir, 8000),
+      "--out_dir=" + dir + "/out", "--epochs=30",
+      "--consistency=" + consistency,
+      absl::StrCat("--set=replication.factor=", factor),
+      "--worker_flags=--log_every_steps=10"};
+  if (kill_primary) {
+    flags.insert(flags.end(), {"--kill_server=0", "--kill_after_s=1"});
+  }
+  return flags;
+}
+
 // The end of the tests' jobs: one server restart, none of a worker (a
 // failover is a pause for the trainers), and the model trained. `out` is
 // the whole output, for failure messages.
@@ -43,11 +61,7 @@ void ExpectTrainedWithOneServerRestart(const std::vector<std::string>& lines,
 
 TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
   const std::string dir = TempDir();
-  BackgroundLaunch launch(
-      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
-       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=async",
-       "--set=replication.factor=2", "--kill_server=0", "--kill_after_s=1",
-       "--worker_flags=--log_every_steps=10"});
+  BackgroundLaunch launch(LaunchFlags(dir, "async", 2, true));
   ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
   const std::string out = launch.Joined();
@@ -104,11 +118,7 @@ TEST(PsLaunchReplicationTest, KilledPrimaryFailsOverWithoutRestartingWorkers) {
 // and the shard is fully replicated again once the restarted one caught up.
 TEST(PsLaunchReplicationTest, FactorThreeKillRestartsOnlyTheKilledReplica) {
   const std::string dir = TempDir();
-  BackgroundLaunch launch(
-      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
-       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=async",
-       "--set=replication.factor=3", "--kill_server=0", "--kill_after_s=1",
-       "--worker_flags=--log_every_steps=10"});
+  BackgroundLaunch launch(LaunchFlags(dir, "async", 3, true));
   ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
   const std::string out = launch.Joined();
@@ -138,10 +148,7 @@ TEST(PsLaunchReplicationTest, FactorThreeKillRestartsOnlyTheKilledReplica) {
 // and it rejoins as a backup. The workers see a pause, never an error.
 TEST(PsLaunchReplicationTest, PausedReplicaExitsAndRejoinsAfterItsRestart) {
   const std::string dir = TempDir();
-  BackgroundLaunch launch(
-      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
-       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=async",
-       "--set=replication.factor=2", "--worker_flags=--log_every_steps=10"});
+  BackgroundLaunch launch(LaunchFlags(dir, "async", 2, false));
   ASSERT_TRUE(launch.WaitForLine("[worker 1] PROGRESS", 60)) << launch.Joined();
   const pid_t victim = launch.ChildWith({"ps_server", "--index=0", "/port_0"});
   ASSERT_GT(victim, 0) << launch.Joined();
@@ -169,11 +176,7 @@ TEST(PsLaunchReplicationTest, PausedReplicaExitsAndRejoinsAfterItsRestart) {
 // worker reports its longest stall (DONE ... longest_step_ms).
 TEST(PsLaunchReplicationTest, SyncTrainingSurvivesTheKilledPrimary) {
   const std::string dir = TempDir();
-  BackgroundLaunch launch(
-      {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
-       "--out_dir=" + dir + "/out", "--epochs=30", "--consistency=sync",
-       "--set=replication.factor=2", "--kill_server=0", "--kill_after_s=1",
-       "--worker_flags=--log_every_steps=10"});
+  BackgroundLaunch launch(LaunchFlags(dir, "sync", 2, true));
   ASSERT_EQ(launch.Finish(), 0) << launch.Joined();
   const std::vector<std::string>& lines = launch.lines();
   const std::string out = launch.Joined();
@@ -184,7 +187,8 @@ TEST(PsLaunchReplicationTest, SyncTrainingSurvivesTheKilledPrimary) {
   for (int w = 0; w < 2; ++w) {
     const int done = FirstMatching(
         lines, std::regex(absl::StrCat("\\[worker ", w, "\\] DONE worker=", w,
-                                       " .* longest_step_ms=[0-9.]+")));
+                                       " .* longest_step_ms=[0-9.]+ "
+                                       "compute_ms_per_step=[0-9.]+")));
     ASSERT_GE(done, 0) << out;
     std::printf("%s\n", lines[done].c_str());
   }
