@@ -770,9 +770,10 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
   std::vector<proto::ClockResponse> responses;
   std::vector<absl::Status> statuses;
   // A Clock call that was in flight when its server died (or restarted)
-  // fails UNAVAILABLE even with wait_for_ready. Clock is idempotent on the
-  // server (a clock it already has is a retry), so the whole call is
-  // repeated with backoff until the RPC timeout.
+  // fails UNAVAILABLE even with wait_for_ready, and CANCELLED when the
+  // server shut down during the call (a fenced replica exits). Clock is
+  // idempotent on the server (a clock it already has is a retry), so the
+  // whole call is repeated with backoff until the RPC timeout.
   const absl::Time deadline = absl::Now() + RpcTimeout(options_);
   RetryBackoff backoff = RetryBackoff::Reconnect(options_.client);
   while (true) {
@@ -785,7 +786,9 @@ absl::StatusOr<int64_t> ClientImpl::Clock() {
       });
     const bool transient = std::any_of(
         statuses.begin(), statuses.end(),
-        [](const absl::Status& s) { return absl::IsUnavailable(s); });
+        [](const absl::Status& s) {
+          return absl::IsUnavailable(s) || absl::IsCancelled(s);
+        });
     if (!transient || !backoff.Wait(deadline)) break;
   }
   RETURN_IF_ERROR(FirstError(statuses));

@@ -698,21 +698,41 @@ TEST_F(CheckpointTest, HeartbeatsCatchARestoredShardUp) {
   EXPECT_EQ(sync_table->version(), saved.tables[8].version);
 }
 
+// A heartbeat or a pull may carry a clock older than the worker's (built
+// before its last Clock() completed, answered late by a paused server): it
+// raises the clock without confirming it, so the Clock call that follows
+// still catches the registry up. A new primary that adopted a worker from
+// such a heartbeat once refused the worker's next Clock as a skip.
+TEST(WorkerCatchUpTest, AnUnconfirmedCatchUpLeavesTheNextRequestFreeToGoOn) {
+  const absl::Time t = absl::Now();
+  WorkerRegistry restored(2, absl::Seconds(60), absl::Seconds(60), t);
+  ASSERT_TRUE(restored.ImportState({{3, 0}, {3, 0}}, 3, 0).ok());
+  EXPECT_TRUE(restored.CatchUp(0, 9, /*confirms=*/false));  // a heartbeat
+  EXPECT_FALSE(restored.CatchUp(0, 8, /*confirms=*/false));  // a late pull
+  EXPECT_TRUE(restored.CatchUp(0, 10, /*confirms=*/true));  // Clock(11)
+  absl::StatusOr<int64_t> clock = restored.AdvanceClock(0, 11, t);
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  EXPECT_EQ(*clock, 11);
+  EXPECT_FALSE(restored.CatchUp(0, 20, /*confirms=*/true));  // confirmed
+  EXPECT_EQ(restored.AdvanceClock(0, 13, t).status().code(),
+            absl::StatusCode::kInvalidArgument);  // skips stay errors
+}
+
 TEST(WorkerCatchUpTest, OnlyARestoredRegistryCatchesUpAndOnlyOnce) {
   const absl::Time t = absl::Now();
   WorkerRegistry fresh(2, absl::Seconds(60), absl::Seconds(60), t);
-  EXPECT_FALSE(fresh.CatchUp(0, 5));  // not restored: clock jumps stay errors
+  EXPECT_FALSE(fresh.CatchUp(0, 5, /*confirms=*/true));  // not restored: clock jumps stay errors
   EXPECT_EQ(fresh.AdvanceClock(0, 3, t).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   WorkerRegistry restored(2, absl::Seconds(60), absl::Seconds(60), t);
   ASSERT_TRUE(restored.ImportState({{3, 0}, {3, 0}}, 3, 0).ok());
   EXPECT_EQ(restored.FloorClock(), 3);
-  EXPECT_TRUE(restored.CatchUp(0, 7));
+  EXPECT_TRUE(restored.CatchUp(0, 7, /*confirms=*/true));
   EXPECT_EQ(restored.FloorClock(), 3);  // worker 1 still at 3
-  EXPECT_FALSE(restored.CatchUp(0, 9));  // confirmed: only the first counts
-  EXPECT_FALSE(restored.CatchUp(1, 2));  // behind: confirms, no change
-  EXPECT_FALSE(restored.CatchUp(1, 7));
+  EXPECT_FALSE(restored.CatchUp(0, 9, /*confirms=*/true));  // confirmed: only the first counts
+  EXPECT_FALSE(restored.CatchUp(1, 2, /*confirms=*/true));  // behind: confirms, no change
+  EXPECT_FALSE(restored.CatchUp(1, 7, /*confirms=*/true));
   EXPECT_EQ(restored.FloorClock(), 3);
   // Worker 1's Clock(4) is an ordinary step now; worker 0 is at 7.
   ASSERT_TRUE(restored.AdvanceClock(1, 4, t).ok());

@@ -106,7 +106,9 @@ void ParameterServerProcess::CreateReplica() {
       });
   replication::ReplicaNode* replica = replica_.get();
   service_->SetControlAdmission(
-      [replica] { return replica->ControlAdmission(); });
+      [replica](std::function<void(absl::Status)> admit) {
+        replica->AdmitControl(std::move(admit));
+      });
   data_streams_->set_submit_hook(
       [replica](std::shared_ptr<const DataRequestView> request,
                 Shard::DataDone done) {

@@ -71,13 +71,19 @@ void ParameterServerService::Serve(ServerQueue* queue,
       done(ToGrpcStatus(admitted));
       return;
     }
-    if (membership && control_admission_) {
-      if (absl::Status admitted = control_admission_(); !admitted.ok()) {
+    if (!membership || !control_admission_) {
+      (this->*handler)(request, response, std::move(done));
+      return;
+    }
+    // `request` and `response` live until `done` runs.
+    control_admission_([this, handler, request = &request, response,
+                        done = std::move(done)](absl::Status admitted) mutable {
+      if (!admitted.ok()) {
         done(ToGrpcStatus(admitted));
         return;
       }
-    }
-    (this->*handler)(request, response, std::move(done));
+      (this->*handler)(*request, response, std::move(done));
+    });
   };
   ServeUnary(queue, std::move(method));
 }

@@ -77,11 +77,14 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   }
 
   // Replicated shards: asked before each worker membership call
-  // (RegisterWorker, Heartbeat, Clock, Barrier, Leave); a non-OK answer is
-  // the call's answer (a replica that is not primary: UNAVAILABLE, so the
-  // worker asks the primary). Empty (the default): every call is served.
-  // REQUIRES: set before serving.
-  void SetControlAdmission(std::function<absl::Status()> admission) {
+  // (RegisterWorker, Heartbeat, Clock, Barrier, Leave). It calls its
+  // argument once, now or later and on any thread: OK serves the call, an
+  // error is the call's answer (a replica that is not primary: UNAVAILABLE,
+  // so the worker asks the primary). Empty (the default): every call is
+  // served. REQUIRES: set before serving.
+  using ControlAdmission =
+      std::function<void(std::function<void(absl::Status)>)>;
+  void SetControlAdmission(ControlAdmission admission) {
     control_admission_ = std::move(admission);
   }
 
@@ -126,7 +129,7 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   Shard* const shard_;
   const std::string expected_authorization_;  // "" = no token required
   Checkpointer* checkpointer_ = nullptr;      // set before serving
-  std::function<absl::Status()> control_admission_;  // set before serving
+  ControlAdmission control_admission_;  // set before serving
   std::atomic<bool> restoring_{false};
 };
 

@@ -267,7 +267,8 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
   // (Clock 0, or a client that sends none, has nothing to catch up and
   // must not use up the one catch-up a restored registry allows.)
   if (state == proto::MEMBERSHIP_MEMBER && request.clock() > 0 &&
-      registry_.CatchUp(request.worker_id(), request.clock())) {
+      registry_.CatchUp(request.worker_id(), request.clock(),
+                        /*confirms=*/false)) {
     spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
                  request.worker_id(), request.clock(), kCaughtUp);
     ScheduleAdvanceSteps();
@@ -325,7 +326,7 @@ void Shard::Clock(const proto::ClockRequest& request,
         absl::StrCat("clock ", clock, " is negative")));
     return;
   }
-  if (registry_.CatchUp(worker_id, clock - 1)) {
+  if (registry_.CatchUp(worker_id, clock - 1, /*confirms=*/true)) {
     spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
                  worker_id, clock - 1, kCaughtUp);
   }
@@ -631,7 +632,10 @@ void Shard::ProcessData(
     const proto::MembershipState membership =
         registry_.Touch(worker, request->client_id, absl::Now());
     const bool live = membership == proto::MEMBERSHIP_MEMBER;
-    if (live && registry_.CatchUp(worker, request->clock)) {
+    // Only a push proves the worker is at its clock: Clock() waits for
+    // its pushes, not for its pulls.
+    if (live && registry_.CatchUp(worker, request->clock,
+                                  /*confirms=*/IsPush(request->op))) {
       spdlog::info("shard {}: worker {} is at clock {}, {}", shard_index_,
                    worker, request->clock, kCaughtUp);
       // The lost steps are applied (empty) on the executor; waits wake then.

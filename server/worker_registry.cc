@@ -336,12 +336,13 @@ void WorkerRegistry::RecordPush(int64_t worker_id, uint64_t session,
   w.last_push_clock = std::max(w.last_push_clock, clock);
 }
 
-bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock) {
+bool WorkerRegistry::CatchUp(int64_t worker_id, int64_t clock,
+                             bool confirms) {
   if (!CheckWorkerId(worker_id).ok()) return false;
   absl::MutexLock lock(&mu_);
   Worker& w = workers_[worker_id];
   if (!Counts(w) || w.clock_confirmed) return false;
-  w.clock_confirmed = true;
+  if (confirms) w.clock_confirmed = true;
   if (clock <= w.clock) return false;
   w.clock = clock;
   Recompute();

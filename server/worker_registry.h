@@ -168,17 +168,21 @@ class WorkerRegistry {
   // admission rule skips that step).
   void RecordPush(int64_t worker_id, uint64_t session, int64_t clock);
 
-  // Catch-up after a restore from a checkpoint (ImportState): the first
-  // clock-carrying request of a member since then (a data request at
-  // clock c, or a Clock call to c + 1) tells the worker's real clock. A
-  // worker only uses clock c after every server accepted it, so a c above
-  // the restored one means this shard lost the steps since its checkpoint:
-  // the worker's clock moves up to c and the floor follows, so sync steps
-  // the shard lost are skipped (applied empty) instead of waited for
-  // forever. Later requests of the worker, and every request to a shard
-  // that was not restored, change nothing here (clock jumps stay errors).
+  // Catch-up after a restore from a checkpoint (ImportState) or a new
+  // primary's restart (Restart): the first clock-carrying request of a
+  // member since then (a push at clock c, or a Clock call to c + 1) tells
+  // the worker's real clock. A worker only uses clock c after every server
+  // accepted it, so a c above the registry's means this shard lost the
+  // steps since: the worker's clock moves up to c and the floor follows, so
+  // sync steps the shard lost are skipped (applied empty) instead of waited
+  // for forever. Later requests of the worker, and every request to a
+  // shard that was not restored, change nothing here (clock jumps stay
+  // errors). A heartbeat or a pull may carry an older clock (built before
+  // the worker's last Clock() completed, answered late by a paused server):
+  // with `confirms` false such a request moves the clock up to what it
+  // carries but leaves the next request free to move it further.
   // Returns true when the clock moved.
-  bool CatchUp(int64_t worker_id, int64_t clock);
+  bool CatchUp(int64_t worker_id, int64_t clock, bool confirms);
 
   // Records that a member called barrier `generation`. INVALID_ARGUMENT for
   // a bad id; FAILED_PRECONDITION (MembershipError) for a non-member.

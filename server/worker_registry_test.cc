@@ -367,8 +367,8 @@ TEST(WorkerRegistryTest, RestartMeetsTheWorkersAgainAsAfterARestore) {
   EXPECT_EQ(registry.EvictExpired(At(1050)).evicted.size(), 0u);
   EXPECT_EQ(registry.Touch(0, kA, At(1060)), proto::MEMBERSHIP_MEMBER);
   EXPECT_EQ(registry.Touch(1, kB, At(1060)), proto::MEMBERSHIP_MEMBER);
-  EXPECT_TRUE(registry.CatchUp(0, 9));
-  EXPECT_TRUE(registry.CatchUp(1, 9));
+  EXPECT_TRUE(registry.CatchUp(0, 9, /*confirms=*/true));
+  EXPECT_TRUE(registry.CatchUp(1, 9, /*confirms=*/true));
   EXPECT_EQ(registry.FloorClock(), 9);
   EXPECT_EQ(registry.Touch(1, kC, At(1070)), proto::MEMBERSHIP_REPLACED);
 }

@@ -120,14 +120,6 @@ void ReplicaNode::Wake() {
   wake_ = true;
 }
 
-absl::Status ReplicaNode::ControlAdmission() const {
-  {
-    absl::MutexLock lock(&mu_);
-    if (role_ == Role::kPrimary) return absl::OkStatus();
-  }
-  return absl::UnavailableError(NotPrimaryMessage());
-}
-
 std::string ReplicaNode::NotPrimaryMessage() const {
   const RoleState state = elector_->state();
   std::string primary = "none elected";
@@ -146,7 +138,9 @@ void ReplicaNode::Fence(const std::string& why) {
   std::vector<std::shared_ptr<Op>> failed;
   {
     absl::MutexLock lock(&mu_);
-    if (role_ == Role::kFenced) return;
+    // A stopping replica resigned itself: the control loop's last etcd
+    // write may then fail as if deposed. Stop() fails the waiting pushes.
+    if (role_ == Role::kFenced || stopping_) return;
     spdlog::error("shard {}: replica {} fenced ({} before): {}; it refuses "
                   "every request until restarted{}",
                   shard_->shard_index(), address_, RoleName(role_), why,

@@ -7,7 +7,7 @@
 // membership (register / heartbeat / clock / barrier) is not replicated: a
 // new primary meets the workers as a shard restored from a checkpoint does
 // (Shard::RestartMembership), and a replica that is not primary refuses
-// those RPCs (ControlAdmission) so that no worker's clock lands on a backup.
+// those RPCs (AdmitControl) so that no worker's clock lands on a backup.
 //
 // Roles of this process for its shard:
 //   starting   etcd not answered yet / waiting for a leader / receiving
@@ -138,10 +138,17 @@ class ReplicaNode final : public Shard::StepSequencer {
   Role role() const;
   static const char* RoleName(Role role);
 
-  // Whether worker membership RPCs (register, heartbeat, clock, barrier,
-  // leave) may be served here: OK on the primary; UNAVAILABLE naming the
-  // primary otherwise (the worker asks again and reaches the primary).
-  absl::Status ControlAdmission() const;
+  // Whether a worker membership RPC (register, heartbeat, clock, barrier,
+  // leave) may be served here: calls `admit` once, with OK on the primary
+  // while its lease is valid (at once); without etcd (lease unconfirmed),
+  // with OK once every backup acknowledged a barrier entry sequenced now,
+  // as a pull then (its backups still follow this term, so no other primary
+  // can have been elected: membership is not replicated, and a Clock served
+  // by a primary deposed meanwhile, say while it was paused, would be lost
+  // to the new one); otherwise UNAVAILABLE naming the primary (the worker
+  // asks again and reaches the primary). `admit` may run later, on the
+  // thread that completes the barrier.
+  void AdmitControl(std::function<void(absl::Status)> admit);
 
   // Shard::StepSequencer: on the primary, applies the steps and forwards
   // them to the backups, atomically with respect to the sequencer (mu_); a
@@ -210,6 +217,11 @@ class ReplicaNode final : public Shard::StepSequencer {
   // unreachable) under the term it holds; fences itself otherwise.
   void StepAsPrimary(const RoleState& state, std::optional<int64_t> term,
                      bool dirty) ABSL_LOCKS_EXCLUDED(mu_);
+  // Gives `entry` the next seq and forwards it to the backups; `op`, which
+  // waits for their acks (op->remaining grows by their number), is
+  // registered under that seq when it waits for anything. Returns the seq.
+  uint64_t SequenceLocked(Entry entry, const std::shared_ptr<Op>& op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyLinkBrokenLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string WithoutEtcdMessageLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -285,7 +297,8 @@ class ReplicaNode final : public Shard::StepSequencer {
       const;
   void Authorize(grpc::ClientContext* context) const;
   // Rewrites in_sync as {self} + the links that caught up; false (and
-  // fenced) when the guarded Txn fails.
+  // fenced) when the guarded Txn fails; false, writing nothing, once
+  // stopping.
   bool PublishInSync() ABSL_LOCKS_EXCLUDED(mu_);
   void FollowLoop(std::string primary_address);
   // Primary: marks the links whose backup acknowledged nothing owed for

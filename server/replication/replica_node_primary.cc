@@ -109,18 +109,14 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       // served once every backup acknowledged it, i.e. still followed this
       // term after the pull arrived (no other primary can have served a
       // write before it).
-      const uint64_t seq = ++last_seq_;
       op->done = std::move(done);
       op->remaining = push ? 1 : 0;
       if (!push) op->pull = request;
       Entry e;
-      e.set_seq(seq);
       e.set_data_request(std::move(entry));
       e.set_unix_seconds(request->received_unix_seconds);
-      op->remaining += ForwardLocked(std::move(e));
-      if (op->remaining > 0) waiting_.emplace(seq, op);
+      sequenced = SequenceLocked(std::move(e), op);
       if (push) ++local_in_flight_;
-      sequenced = seq;
     }
   }
   if (not_primary) {
@@ -143,6 +139,62 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   } else if (op->remaining == 0) {
     Finish({op});  // a barrier with no backup to wait for
   }
+}
+
+void ReplicaNode::AdmitControl(std::function<void(absl::Status)> admit) {
+  const std::optional<int64_t> term = elector_->PrimaryTerm();
+  const RoleState unconfirmed =
+      term.has_value() ? RoleState() : elector_->state();
+  enum class Answer { kServe, kAfterBarrier, kNotPrimary, kRefused };
+  Answer answer;
+  std::string refused;  // kRefused: why
+  {
+    absl::MutexLock lock(&mu_);
+    const bool leased = role_ == Role::kPrimary && term == term_;
+    const bool without_etcd = !leased && role_ == Role::kPrimary &&
+                              HoldsTermUnconfirmed(unconfirmed, term_);
+    if (leased) {
+      answer = Answer::kServe;
+    } else if (!without_etcd) {
+      answer = Answer::kNotPrimary;  // answered below: the message locks
+    } else if (AnyLinkBrokenLocked()) {
+      answer = Answer::kRefused;
+      refused = WithoutEtcdMessageLocked();
+    } else {
+      auto op = std::make_shared<Op>();
+      op->done = [admit](proto::DataResponse response) {
+        admit(absl::Status(
+            static_cast<absl::StatusCode>(response.status_code()),
+            response.status_message()));
+      };
+      Entry barrier;
+      barrier.set_unix_seconds(absl::ToUnixSeconds(absl::Now()));
+      SequenceLocked(std::move(barrier), op);
+      answer = op->remaining > 0 ? Answer::kAfterBarrier : Answer::kServe;
+    }
+  }
+  switch (answer) {
+    case Answer::kServe:
+      admit(absl::OkStatus());
+      break;
+    case Answer::kAfterBarrier:
+      break;  // admitted (or refused, if fenced) when the barrier completes
+    case Answer::kNotPrimary:
+      admit(absl::UnavailableError(NotPrimaryMessage()));
+      break;
+    case Answer::kRefused:
+      admit(absl::UnavailableError(refused));
+      break;
+  }
+}
+
+uint64_t ReplicaNode::SequenceLocked(Entry entry,
+                                     const std::shared_ptr<Op>& op) {
+  const uint64_t seq = ++last_seq_;
+  entry.set_seq(seq);
+  op->remaining += ForwardLocked(std::move(entry));
+  if (op->remaining > 0) waiting_.emplace(seq, op);
+  return seq;
 }
 
 int ReplicaNode::ForwardLocked(Entry entry) {
@@ -400,6 +452,11 @@ bool ReplicaNode::PublishInSync() {
   std::vector<std::shared_ptr<Link>> dropped;
   {
     absl::MutexLock lock(&mu_);
+    // A stopping primary broke its links itself: its backups hold every
+    // acknowledged push (Stop() fails the waiting ones) and one of them
+    // takes over, so in_sync stays as it is. Dropping them would leave a
+    // successor elected but not in_sync (it fences itself).
+    if (stopping_) return false;
     in_sync_dirty_ = false;
     for (const std::shared_ptr<Link>& link : links_) {
       if (link->broken) {
