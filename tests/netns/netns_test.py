@@ -9,6 +9,7 @@ sch_netem, iperf3) skips with that reason.
   /usr/bin/python3 -m pytest tests/netns/netns_test.py      # by hand, as root
 """
 
+import fcntl
 import json
 import os
 import re
@@ -369,11 +370,18 @@ def test_a_run_whose_owner_was_killed_is_swept_by_the_next(network):
     child, run_id, sleeper, owner = start_child("wait")
     # Kill the owner first, so nothing cleans up: the run is left behind.
     os.kill(owner, signal.SIGKILL)
-    child.kill()
-    child.wait()
-    time.sleep(0.2)
-    assert len(run_leftovers(run_id)) == 5
-    assert pid_alive(sleeper)
+    # Its lock is held here while the leftovers are checked: a network that
+    # another test starts meanwhile would sweep the run first (as it should).
+    lock = os.open(netns._lock_path(run_id), os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # free once the owner is gone
+        child.kill()
+        child.wait()
+        time.sleep(0.2)
+        assert len(run_leftovers(run_id)) == 5
+        assert pid_alive(sleeper)
+    finally:
+        os.close(lock)
     net = network(["a"])  # sweeps stale runs before it builds
     assert run_leftovers(run_id) == []
     assert wait_until(lambda: not pid_alive(sleeper), 5)
