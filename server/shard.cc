@@ -264,8 +264,9 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
   // A restored shard learns the worker's clock here too: its requests may
   // all be waiting on another shard that waits for this one (two shards
   // restored, each behind on the worker whose requests wait on the other).
-  // (Clock 0, or a client that sends none, has nothing to catch up and
-  // must not use up the one catch-up a restored registry allows.)
+  // The heartbeat's clock may be older than the worker's (built before its
+  // last Clock() completed), so it raises the clock without settling it.
+  // (Clock 0, or a client that sends none, has nothing to catch up.)
   if (state == proto::MEMBERSHIP_MEMBER && request.clock() > 0 &&
       registry_.CatchUp(request.worker_id(), request.clock(),
                         /*confirms=*/false)) {
