@@ -217,6 +217,19 @@ class ReplicaNode final : public Shard::StepSequencer {
   // unreachable) under the term it holds; fences itself otherwise.
   void StepAsPrimary(const RoleState& state, std::optional<int64_t> term,
                      bool dirty) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the elector says of this replica's term, read before taking mu_:
+  // the term while its lease is valid; otherwise the elector's state.
+  struct ElectorView {
+    std::optional<int64_t> term;
+    RoleState state;  // read only when `term` is empty
+  };
+  ElectorView ViewElector() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How this replica may serve now: as primary with a valid lease; as
+  // primary holding its term without etcd (its lease unconfirmed, no other
+  // replica electable yet: see StepAsPrimary); or not as primary.
+  enum class Standing { kLeased, kWithoutEtcd, kNotPrimary };
+  Standing StandingLocked(const ElectorView& elector) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives `entry` the next seq and forwards it to the backups; `op`, which
   // waits for their acks (op->remaining grows by their number), is
   // registered under that seq when it waits for anything. Returns the seq.

@@ -71,11 +71,7 @@ bool HoldsTermUnconfirmed(const RoleState& state, int64_t term) {
 
 void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
                          Shard::DataDone done) {
-  const std::optional<int64_t> term = elector_->PrimaryTerm();
-  // Only read when the lease is not confirmed (rare): whether we still hold
-  // our term while etcd is unreachable.
-  const RoleState unconfirmed =
-      term.has_value() ? RoleState() : elector_->state();
+  const ElectorView elector = ViewElector();
   const uint64_t request_id = request->request_id;
   const bool push = IsPush(request->op);
   // Sequenced once applied (SequenceApplied), not here.
@@ -92,9 +88,9 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   uint64_t sequenced = 0;  // the entry's seq, when it got one
   {
     absl::MutexLock lock(&mu_);
-    const bool leased = role_ == Role::kPrimary && term == term_;
-    const bool without_etcd = !leased && role_ == Role::kPrimary &&
-                              HoldsTermUnconfirmed(unconfirmed, term_);
+    const Standing standing = StandingLocked(elector);
+    const bool leased = standing == Standing::kLeased;
+    const bool without_etcd = standing == Standing::kWithoutEtcd;
     if (!leased && !without_etcd) {
       not_primary = true;
     } else if (!push && leased) {
@@ -141,18 +137,33 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
   }
 }
 
+ReplicaNode::ElectorView ReplicaNode::ViewElector() const {
+  ElectorView view;
+  view.term = elector_->PrimaryTerm();
+  // Only read when the lease is not confirmed (rare): whether we still hold
+  // our term while etcd is unreachable.
+  if (!view.term.has_value()) view.state = elector_->state();
+  return view;
+}
+
+ReplicaNode::Standing ReplicaNode::StandingLocked(
+    const ElectorView& elector) const {
+  if (role_ != Role::kPrimary) return Standing::kNotPrimary;
+  if (elector.term == term_) return Standing::kLeased;
+  return HoldsTermUnconfirmed(elector.state, term_) ? Standing::kWithoutEtcd
+                                                    : Standing::kNotPrimary;
+}
+
 void ReplicaNode::AdmitControl(std::function<void(absl::Status)> admit) {
-  const std::optional<int64_t> term = elector_->PrimaryTerm();
-  const RoleState unconfirmed =
-      term.has_value() ? RoleState() : elector_->state();
+  const ElectorView elector = ViewElector();
   enum class Answer { kServe, kAfterBarrier, kNotPrimary, kRefused };
   Answer answer;
   std::string refused;  // kRefused: why
   {
     absl::MutexLock lock(&mu_);
-    const bool leased = role_ == Role::kPrimary && term == term_;
-    const bool without_etcd = !leased && role_ == Role::kPrimary &&
-                              HoldsTermUnconfirmed(unconfirmed, term_);
+    const Standing standing = StandingLocked(elector);
+    const bool leased = standing == Standing::kLeased;
+    const bool without_etcd = standing == Standing::kWithoutEtcd;
     if (leased) {
       answer = Answer::kServe;
     } else if (!without_etcd) {
