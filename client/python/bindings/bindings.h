@@ -3,7 +3,10 @@
 // (Future) and client_bindings.cc (Client). module.cc calls them in order.
 //
 // Bindings are thin: argument conversion and GIL handling only; anything
-// more belongs in the Python package (ps_client/*.py) or the C++ SDK.
+// more belongs in the Python package (ps_client/*.py) or the C++ SDK. The
+// data calls' conversions (a table argument, a buffer) are done here rather
+// than in Python because every Python-level step adds latency to a small
+// call (client/python/bench/RESULTS.md).
 #ifndef PS_CLIENT_PYTHON_BINDINGS_BINDINGS_H_
 #define PS_CLIENT_PYTHON_BINDINGS_BINDINGS_H_
 

@@ -1,6 +1,7 @@
 #include "client/python/bindings/buffer.h"
 
 #include <string>
+#include <string_view>
 
 namespace py = pybind11;
 
@@ -9,7 +10,7 @@ namespace {
 
 // The struct-module format character of `format`, without a byte-order or
 // alignment prefix ('@', '=', '<'; our platform is little-endian).
-char FormatChar(const std::string& format) {
+char FormatChar(std::string_view format) {
   if (format.size() == 1) return format[0];
   if (format.size() == 2 &&
       (format[0] == '@' || format[0] == '=' || format[0] == '<')) {
@@ -25,9 +26,14 @@ char FormatChar(const std::string& format) {
                        std::string(py::str(py::type::of(obj))) + ": " + detail);
 }
 
-// Exports `obj` (or its __array__() view) as a C-contiguous buffer.
-py::buffer_info Export(py::handle obj, bool writable, const char* what,
-                       const char* expected) {
+// Exports `obj` (or its __array__() view) as a C-contiguous buffer; checks
+// its element size and format character with `accepts`.
+template <typename Accepts>
+std::unique_ptr<Py_buffer, HeldBuffer::Release> Export(py::handle obj,
+                                                       bool writable,
+                                                       const char* what,
+                                                       const char* expected,
+                                                       Accepts accepts) {
   py::object exporter = py::reinterpret_borrow<py::object>(obj);
   if (!PyObject_CheckBuffer(exporter.ptr())) {
     if (!py::hasattr(exporter, "__array__")) {
@@ -35,40 +41,44 @@ py::buffer_info Export(py::handle obj, bool writable, const char* what,
     }
     exporter = exporter.attr("__array__")();
   }
-  auto* view = new Py_buffer();
+  auto view = std::make_unique<Py_buffer>();
   const int flags =
       PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-  if (PyObject_GetBuffer(exporter.ptr(), view, flags) != 0) {
-    delete view;
+  if (PyObject_GetBuffer(exporter.ptr(), view.get(), flags) != 0) {
     py::error_already_set error;  // e.g. "ndarray is not C-contiguous"
     ThrowWrongBuffer(obj, what, expected, error.what());
   }
-  return py::buffer_info(view, /*ownview=*/true);
+  std::unique_ptr<Py_buffer, HeldBuffer::Release> held(view.release());
+  // A null format means unsigned bytes (PEP 3118).
+  const std::string_view format = held->format != nullptr ? held->format : "B";
+  if (!accepts(held->itemsize, FormatChar(format))) {
+    ThrowWrongBuffer(obj, what, expected,
+                     ("element format '" + std::string(format) + "'").c_str());
+  }
+  return held;
 }
 
 }  // namespace
 
-HeldBuffer HeldBuffer::Floats(py::handle obj, bool writable,
-                              const char* what) {
-  const char* expected = writable ? "a writable C-contiguous float32 buffer"
-                                  : "a C-contiguous float32 buffer";
-  py::buffer_info info = Export(obj, writable, what, expected);
-  if (info.itemsize != 4 || FormatChar(info.format) != 'f') {
-    ThrowWrongBuffer(obj, what, expected,
-                     ("element format '" + info.format + "'").c_str());
-  }
-  return HeldBuffer(std::move(info));
+void HeldBuffer::Release::operator()(Py_buffer* view) const {
+  PyBuffer_Release(view);
+  delete view;
+}
+
+HeldBuffer HeldBuffer::Floats(py::handle obj, bool writable, const char* what) {
+  return HeldBuffer(
+      Export(obj, writable, what,
+             writable ? "a writable C-contiguous float32 buffer"
+                      : "a C-contiguous float32 buffer",
+             [](Py_ssize_t size, char c) { return size == 4 && c == 'f'; }));
 }
 
 HeldBuffer HeldBuffer::Keys(py::handle obj, const char* what) {
-  const char* expected = "a C-contiguous uint64 or int64 buffer";
-  py::buffer_info info = Export(obj, /*writable=*/false, what, expected);
-  const char c = FormatChar(info.format);
-  if (info.itemsize != 8 || (c != 'Q' && c != 'L' && c != 'q' && c != 'l')) {
-    ThrowWrongBuffer(obj, what, expected,
-                     ("element format '" + info.format + "'").c_str());
-  }
-  return HeldBuffer(std::move(info));
+  return HeldBuffer(Export(
+      obj, /*writable=*/false, what, "a C-contiguous uint64 or int64 buffer",
+      [](Py_ssize_t size, char c) {
+        return size == 8 && (c == 'Q' || c == 'L' || c == 'q' || c == 'l');
+      }));
 }
 
 }  // namespace ps::python

@@ -9,6 +9,8 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "absl/types/span.h"
 
@@ -30,18 +32,28 @@ class HeldBuffer {
   static HeldBuffer Keys(pybind11::handle obj, const char* what);
 
   absl::Span<float> floats() const {
-    return absl::Span<float>(static_cast<float*>(info_.ptr),
-                             static_cast<size_t>(info_.size));
+    return absl::Span<float>(static_cast<float*>(view_->buf),
+                             static_cast<size_t>(view_->len) / sizeof(float));
   }
   absl::Span<const uint64_t> keys() const {
-    return absl::Span<const uint64_t>(static_cast<const uint64_t*>(info_.ptr),
-                                      static_cast<size_t>(info_.size));
+    return absl::Span<const uint64_t>(
+        static_cast<const uint64_t*>(view_->buf),
+        static_cast<size_t>(view_->len) / sizeof(uint64_t));
   }
 
- private:
-  explicit HeldBuffer(pybind11::buffer_info info) : info_(std::move(info)) {}
+  // Releases an export (PyBuffer_Release) and frees its Py_buffer.
+  struct Release {
+    void operator()(Py_buffer* view) const;
+  };
 
-  pybind11::buffer_info info_;  // owns the Py_buffer export
+ private:
+  explicit HeldBuffer(std::unique_ptr<Py_buffer, Release> view)
+      : view_(std::move(view)) {}
+
+  // The export itself, at a fixed address (an exporter may point the view's
+  // shape into it), and nothing else: pybind11::buffer_info would copy its
+  // shape, strides and format on every data call.
+  std::unique_ptr<Py_buffer, Release> view_;
 };
 
 }  // namespace ps::python

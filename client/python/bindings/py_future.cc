@@ -41,8 +41,9 @@ PyFuture::PyFuture(Future future, py::object result,
       held_(std::move(held)) {}
 
 PyFuture::~PyFuture() {
-  if (held_.empty() || future_.Ready()) return;
-  // Dropped in flight: the request still uses the buffers.
+  if (future_.Ready() || (held_.empty() && result_.is_none())) return;
+  // Dropped in flight: the request still uses the buffers (or writes into
+  // the result, when the binding allocated it).
   auto owned = std::make_shared<GilOwned>();
   owned->result = std::move(result_);
   owned->held = std::move(held_);

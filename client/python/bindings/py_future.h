@@ -2,8 +2,9 @@
 //
 // The C++ client writes a pull's result into the caller's out-buffer and, for
 // the zero-copy pushes, reads the gradients from the caller's buffer until
-// the request completes. A PyFuture holds those buffers (HeldBuffer), so
-// they live at least as long as the request:
+// the request completes. A PyFuture holds those buffers (HeldBuffer; or the
+// result array itself, when the binding allocated it), so they live at least
+// as long as the request:
 //   - normally the PyFuture outlives the request (the caller waits on it);
 //   - a PyFuture dropped while its request is still in flight passes the
 //     buffers to a completion callback, which releases them (taking the GIL)
@@ -29,7 +30,8 @@ namespace ps::python {
 class PyFuture {
  public:
   // `result` is what wait() returns on success (the out-buffer's object, or
-  // None); `held` are the buffers the request reads or writes.
+  // None); `held` are the buffers the request reads or writes. A result that
+  // is not None is kept alive until the request ends, like `held`.
   PyFuture(Future future, pybind11::object result,
            std::vector<HeldBuffer> held);
   ~PyFuture();

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from ps_client import _core, errors
+from ps_client import _core
 
 __all__ = ["Client", "connect"]
 
@@ -190,20 +190,15 @@ class Client:
         return [self._remember(info) for info in self._c.list_tables()]
 
     def table(self, table):
-        """The :class:`TableInfo` for a TableInfo, table id or name."""
+        """The :class:`TableInfo` for a TableInfo, table id or name;
+        :class:`NotFound` when no table known to the client has it."""
         if isinstance(table, _core.TableInfo):
             return table
         if isinstance(table, str):
             return self.get_table(table)
-        table_id = operator.index(table)
-        info = self._by_id.get(table_id)
+        info = self._by_id.get(operator.index(table))
         if info is None:
-            self.list_tables()
-            info = self._by_id.get(table_id)
-            if info is None:
-                raise errors.NotFound(
-                    f"no table with id {table_id} (a table created by another "
-                    "client since: look it up by name)")
+            info = self._remember(self._c.table_info(table))
         return info
 
     def create_table(self, name, kind="dense", *, size=None, dim=None,
@@ -245,25 +240,6 @@ class Client:
         self._by_id[info.table_id] = info
         return info
 
-    def _id(self, table):
-        if isinstance(table, str):
-            return self.get_table(table).table_id
-        return operator.index(table)
-
-    def _offset(self, table, offset, count=None):
-        """``offset`` as an element index; OutOfRange (the server's words)
-        for a negative one, or with ``count`` None (to the end) for one past
-        the table's end, which no array length could express."""
-        offset = operator.index(offset)
-        if offset >= 0 and count is not None:
-            return offset  # the server checks the range
-        info = self.table(table)
-        if offset < 0 or offset > info.size:
-            raise errors.OutOfRange(
-                f"range [{offset}, ...) is outside table {info.name!r} of "
-                f"{info.size} elements")
-        return offset
-
     # -- dense --------------------------------------------------------------
 
     def pull_dense(self, table, *, offset=0, count=None, out=None):
@@ -274,30 +250,26 @@ class Client:
         Returns a Future whose ``wait()`` returns the array. A negative
         offset, or one past the end without ``count`` or ``out``, raises
         OutOfRange at once; other ranges are checked by the server."""
-        offset = self._offset(table, offset, count if out is None else 0)
+        # The binding checks the offset and allocates the result: each
+        # Python-level step adds latency to small pulls.
         if out is None:
-            if count is None:
-                count = self.table(table).size - offset
-            out = np.empty(count, dtype=np.float32)
-        return self._c.pull_dense(self._id(table), offset, out)
+            return self._c.pull_dense_new(table, offset, count)
+        return self._c.pull_dense(table, offset, out)
 
     def push_dense(self, table, grads, *, offset=0, zero_copy=False):
         """Pushes gradients for elements ``[offset, offset + len(grads))``;
         the server's optimizer applies them as the table's consistency
         says. ``zero_copy``: send from ``grads`` itself (keep it unchanged
         until the future completes)."""
-        return self._c.push_dense(self._id(table), self._offset(table, offset, 0),
-                                  grads, zero_copy)
+        return self._c.push_dense(table, offset, grads, zero_copy)
 
     def push_pull_dense(self, table, grads, *, offset=0, out=None,
                         zero_copy=False):
         """Pushes ``grads``, then pulls the same range after the update into
         ``out`` (or a new array); one round trip."""
-        offset = self._offset(table, offset, 0)
         if out is None:
             out = np.empty(np.shape(grads), dtype=np.float32)
-        return self._c.push_pull_dense(self._id(table), offset, grads, out,
-                                       zero_copy)
+        return self._c.push_pull_dense(table, offset, grads, out, zero_copy)
 
     # -- sparse -------------------------------------------------------------
 
@@ -310,12 +282,12 @@ class Client:
         if out is None:
             out = np.empty(tuple(keys.shape) + (self.table(table).dim,),
                            dtype=np.float32)
-        return self._c.pull_sparse(self._id(table), keys, out)
+        return self._c.pull_sparse(table, keys, out)
 
     def push_sparse(self, table, keys, grads):
         """Pushes one gradient row per key (``keys.size * dim`` floats);
         the rows of a repeated key are summed first."""
-        return self._c.push_sparse(self._id(table), _keys_array(keys), grads)
+        return self._c.push_sparse(table, _keys_array(keys), grads)
 
     def push_pull_sparse(self, table, keys, grads, *, out=None):
         """push_sparse, then the rows after the update (one round trip)."""
@@ -323,7 +295,7 @@ class Client:
         if out is None:
             out = np.empty(tuple(keys.shape) + (self.table(table).dim,),
                            dtype=np.float32)
-        return self._c.push_pull_sparse(self._id(table), keys, grads, out)
+        return self._c.push_pull_sparse(table, keys, grads, out)
 
     # -- worker -------------------------------------------------------------
 

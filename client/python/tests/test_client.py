@@ -38,6 +38,25 @@ def test_torch_tensors_pass_without_copies(cluster):
         assert torch.equal(big[:5], torch.zeros(5))
 
 
+def test_a_table_is_named_by_info_id_or_name_alike(cluster):
+    with ps_client.connect(cluster.client_config_path) as client:
+        w = client.get_table("w")
+        client.push_dense(w, np.ones(10, np.float32)).wait()
+        for table in (w, w.table_id, np.uint32(w.table_id), "w"):
+            out = np.zeros(10, np.float32)
+            client.pull_dense(table, out=out).wait()
+            np.testing.assert_array_equal(out, np.full(10, -1.0))
+        with pytest.raises(TypeError, match="table: expected a TableInfo, a "
+                           "table id or a table name; got <class 'float'>"):
+            client.pull_dense(1.0, out=np.zeros(10, np.float32))
+        with pytest.raises(ps_client.errors.NotFound,
+                           match="no table with id -1"):
+            client.pull_dense(-1, out=np.zeros(10, np.float32))
+        with pytest.raises(ps_client.errors.NotFound,
+                           match="no table named 'nope'"):
+            client.push_dense("nope", np.zeros(10, np.float32))
+
+
 def test_zero_copy_push_sends_from_the_callers_buffer(cluster):
     with ps_client.connect(cluster.client_config_path) as client:
         grads = np.full(10, 3.0, dtype=np.float32)

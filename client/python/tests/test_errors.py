@@ -62,6 +62,7 @@ def test_out_of_range(cluster):
 @pytest.mark.parametrize("call", [
     lambda c: c.pull_dense("w", offset=-1),
     lambda c: c.pull_dense("w", offset=-1, count=2),
+    lambda c: c.pull_dense("w", offset=-1, out=np.zeros(2, np.float32)),
     lambda c: c.pull_dense("w", offset=11),  # to the end: no length fits
     lambda c: c.push_dense("w", np.zeros(2, np.float32), offset=-3),
     lambda c: c.push_pull_dense("w", np.zeros(2, np.float32), offset=-3),

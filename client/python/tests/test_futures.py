@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -158,6 +159,34 @@ def test_dropped_future_keeps_its_out_buffer_alive(cluster):
         time.sleep(0.01)
     assert sys.getrefcount(out) == before
     np.testing.assert_array_equal(out, np.full(8, -2.0))
+    a.close()
+    b.close()
+
+
+def test_dropped_allocating_pull_keeps_its_result_alive(cluster):
+    # The binding allocates the result (numpy memory, traced by tracemalloc
+    # in numpy's domain): it must outlive a future dropped in flight and be
+    # freed once the request completes.
+    def numpy_bytes():
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
+        return sum(t.size for t in snapshot.traces)
+
+    a, b, _ = _blocked_sync_pull(cluster)
+    tracemalloc.start()
+    try:
+        future = a.pull_dense("s")
+        del future  # in flight: the request still writes into the result
+        gc.collect()
+        assert numpy_bytes() >= 8 * 4
+        _release(b)
+        a.pull_dense("s", out=np.zeros(8, np.float32)).wait()
+        deadline = time.monotonic() + 10
+        while numpy_bytes() > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert numpy_bytes() == 0
+    finally:
+        tracemalloc.stop()
     a.close()
     b.close()
 
