@@ -211,7 +211,8 @@ uint64_t ReplicaNode::SequenceLocked(Entry entry,
 int ReplicaNode::ForwardLocked(Entry entry) {
   const uint64_t seq = entry.seq();
   entry.set_term(term_);
-  tail_.Append(entry);
+  // Appending copies the entry (a push's whole payload): only with a tail.
+  if (tail_.enabled()) tail_.Append(entry);
   size_t sending = std::count_if(
       links_.begin(), links_.end(),
       [](const std::shared_ptr<Link>& l) { return !l->broken; });
