@@ -35,6 +35,13 @@ class HeldBuffer {
     return absl::Span<float>(static_cast<float*>(view_->buf),
                              static_cast<size_t>(view_->len) / sizeof(float));
   }
+  // The buffer's shape (empty for a scalar).
+  absl::Span<const Py_ssize_t> shape() const {
+    return view_->shape == nullptr
+               ? absl::Span<const Py_ssize_t>()
+               : absl::Span<const Py_ssize_t>(view_->shape,
+                                              static_cast<size_t>(view_->ndim));
+  }
   absl::Span<const uint64_t> keys() const {
     return absl::Span<const uint64_t>(
         static_cast<const uint64_t*>(view_->buf),

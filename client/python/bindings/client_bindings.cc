@@ -234,15 +234,33 @@ std::unique_ptr<PyFuture> PushPullDense(const PyClient& self,
   return MakeFuture(std::move(future), std::move(out), std::move(held));
 }
 
+// A sparse pull's destination: `out` (held), or, when it is None, a new
+// float32 array of shape keys.shape + (dim,) made here (see PullDenseNew for
+// why here), which becomes `out`.
+absl::Span<float> RowsOut(const PyClient& self, py::handle table_arg,
+                          const HeldBuffer& keys, py::object& out,
+                          std::vector<HeldBuffer>& held) {
+  if (!out.is_none()) {
+    held.push_back(HeldBuffer::Floats(out, /*writable=*/true, "out"));
+    return held.back().floats();
+  }
+  std::vector<py::ssize_t> shape(keys.shape().begin(), keys.shape().end());
+  shape.push_back(static_cast<py::ssize_t>(TableInfoOf(self, table_arg).dim));
+  py::array_t<float> rows(shape);
+  const absl::Span<float> dst(rows.mutable_data(),
+                              static_cast<size_t>(rows.size()));
+  out = std::move(rows);
+  return dst;
+}
+
 // Sparse calls copy keys and gradients before they return; only the
 // out-buffer is held.
 std::unique_ptr<PyFuture> PullSparse(const PyClient& self, py::handle table_arg,
                                      py::handle keys, py::object out) {
   const uint32_t table = TableIdOf(self, table_arg);
-  std::vector<HeldBuffer> held;
-  held.push_back(HeldBuffer::Floats(out, /*writable=*/true, "out"));
   const HeldBuffer key_buffer = HeldBuffer::Keys(keys, "keys");
-  const absl::Span<float> dst = held[0].floats();
+  std::vector<HeldBuffer> held;
+  const absl::Span<float> dst = RowsOut(self, table_arg, key_buffer, out, held);
   Future future = self.Released(
       [&](Client& c) { return c.PullSparse(table, key_buffer.keys(), dst); });
   return MakeFuture(std::move(future), std::move(out), std::move(held));
@@ -264,12 +282,11 @@ std::unique_ptr<PyFuture> PushPullSparse(const PyClient& self,
                                          py::handle table_arg, py::handle keys,
                                          py::handle grads, py::object out) {
   const uint32_t table = TableIdOf(self, table_arg);
-  std::vector<HeldBuffer> held;
-  held.push_back(HeldBuffer::Floats(out, /*writable=*/true, "out"));
   const HeldBuffer key_buffer = HeldBuffer::Keys(keys, "keys");
   const HeldBuffer grad_buffer =
       HeldBuffer::Floats(grads, /*writable=*/false, "grads");
-  const absl::Span<float> dst = held[0].floats();
+  std::vector<HeldBuffer> held;
+  const absl::Span<float> dst = RowsOut(self, table_arg, key_buffer, out, held);
   Future future = self.Released([&](Client& c) {
     return c.PushPullSparse(table, key_buffer.keys(), grad_buffer.floats(),
                             dst);
@@ -384,7 +401,8 @@ void BindData(py::class_<PyClient>& c) {
            py::arg("offset"), py::arg("grads"), py::arg("out"),
            py::arg("zero_copy"))
       .def("pull_sparse", &PullSparse, py::arg("table"), py::arg("keys"),
-           py::arg("out"))
+           py::arg("out"),
+           "out None: into a new float32 array of shape keys.shape + (dim,)")
       .def("push_sparse", &PushSparse, py::arg("table"), py::arg("keys"),
            py::arg("grads"))
       .def("push_pull_sparse", &PushPullSparse, py::arg("table"),

@@ -278,11 +278,8 @@ class Client:
         allowed; rows are created on first pull by the table's initializer)
         into ``out`` of ``keys.size * dim`` floats, or a new array of shape
         ``keys.shape + (dim,)``."""
-        keys = _keys_array(keys)
-        if out is None:
-            out = np.empty(tuple(keys.shape) + (self.table(table).dim,),
-                           dtype=np.float32)
-        return self._c.pull_sparse(table, keys, out)
+        # out None: the binding allocates the rows (see pull_dense).
+        return self._c.pull_sparse(table, _keys_array(keys), out)
 
     def push_sparse(self, table, keys, grads):
         """Pushes one gradient row per key (``keys.size * dim`` floats);
@@ -291,11 +288,7 @@ class Client:
 
     def push_pull_sparse(self, table, keys, grads, *, out=None):
         """push_sparse, then the rows after the update (one round trip)."""
-        keys = _keys_array(keys)
-        if out is None:
-            out = np.empty(tuple(keys.shape) + (self.table(table).dim,),
-                           dtype=np.float32)
-        return self._c.push_pull_sparse(table, keys, grads, out)
+        return self._c.push_pull_sparse(table, _keys_array(keys), grads, out)
 
     # -- worker -------------------------------------------------------------
 
