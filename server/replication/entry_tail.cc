@@ -7,8 +7,12 @@
 
 namespace ps::replication {
 
-void EntryTail::Append(Entry entry) {
-  if (max_bytes_ == 0) return;
+void EntryTail::Append(const Entry& entry) {
+  if (enabled()) Append(Entry(entry));
+}
+
+void EntryTail::Append(Entry&& entry) {
+  if (!enabled()) return;
   if (!entries_.empty() && entry.seq() != newest_seq() + 1) Clear();
   bytes_ += entry.data_request().size();
   entries_.push_back(std::move(entry));
@@ -28,9 +32,9 @@ absl::StatusOr<std::vector<Entry>> EntryTail::After(uint64_t seq,
   if (entries_.empty() || seq < entries_.front().seq()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "this replica no longer holds entry ", seq, " (it holds ",
-        entries_.empty() ? std::string("none")
-                         : absl::StrCat(entries_.front().seq(), " to ",
-                                        newest_seq()),
+        entries_.empty()
+            ? std::string("none")
+            : absl::StrCat(entries_.front().seq(), " to ", newest_seq()),
         ")"));
   }
   if (seq > newest_seq()) {

@@ -33,9 +33,11 @@ class EntryTail {
   // always the newest entry; 0 keeps nothing (resuming is off).
   explicit EntryTail(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // Appends `entry`. If it does not follow the newest entry (seq + 1), the
-  // tail restarts with it.
-  void Append(Entry entry);
+  // Appends `entry` (a copy, or the moved entry) when enabled; does nothing,
+  // and copies nothing, otherwise. If it does not follow the newest entry
+  // (seq + 1), the tail restarts with it.
+  void Append(const Entry& entry);
+  void Append(Entry&& entry);
   void Clear();
 
   bool enabled() const { return max_bytes_ > 0; }

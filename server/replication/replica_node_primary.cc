@@ -211,8 +211,7 @@ uint64_t ReplicaNode::SequenceLocked(Entry entry,
 int ReplicaNode::ForwardLocked(Entry entry) {
   const uint64_t seq = entry.seq();
   entry.set_term(term_);
-  // Appending copies the entry (a push's whole payload): only with a tail.
-  if (tail_.enabled()) tail_.Append(entry);
+  tail_.Append(entry);  // a copy of the payload only when the tail is on
   size_t sending = std::count_if(
       links_.begin(), links_.end(),
       [](const std::shared_ptr<Link>& l) { return !l->broken; });

@@ -158,45 +158,42 @@ std::unique_ptr<PyFuture> MakeFuture(Future future, py::object result,
                                     std::move(held));
 }
 
+// pull_dense into `out`, or, when it is None, into a new float32 array of
+// `count` elements (None: to the end of the table), made here with numpy's C
+// API and written straight through its data pointer. (An array made in
+// Python and passed as `out` costs a buffer export, which numpy computes
+// afresh for each new array: several us of a 4 KiB pull.) The future keeps
+// `out` alive until the request ends.
 std::unique_ptr<PyFuture> PullDense(const PyClient& self, py::handle table_arg,
-                                    int64_t first, py::object out) {
+                                    int64_t first, py::object out,
+                                    std::optional<int64_t> count) {
   const uint32_t table = TableIdOf(self, table_arg);
-  const uint64_t offset = CheckedOffset(self, table_arg, first, nullptr);
   std::vector<HeldBuffer> held;
-  held.push_back(HeldBuffer::Floats(out, /*writable=*/true, "out"));
-  const absl::Span<float> dst = held[0].floats();
+  uint64_t offset;
+  absl::Span<float> dst;
+  if (!out.is_none()) {
+    offset = CheckedOffset(self, table_arg, first, nullptr);
+    held.push_back(HeldBuffer::Floats(out, /*writable=*/true, "out"));
+    dst = held[0].floats();
+  } else {
+    if (count.has_value()) {
+      if (*count < 0) {
+        throw py::value_error("count: expected >= 0; got " +
+                              std::to_string(*count));
+      }
+      offset = CheckedOffset(self, table_arg, first, nullptr);
+    } else {
+      const TableInfo info = TableInfoOf(self, table_arg);
+      offset = CheckedOffset(self, table_arg, first, &info);
+      count = static_cast<int64_t>(info.size - offset);
+    }
+    py::array_t<float> result(static_cast<py::ssize_t>(*count));
+    dst = absl::Span<float>(result.mutable_data(), static_cast<size_t>(*count));
+    out = std::move(result);
+  }
   Future future =
       self.Released([&](Client& c) { return c.PullDense(table, offset, dst); });
   return MakeFuture(std::move(future), std::move(out), std::move(held));
-}
-
-// pull_dense without out=: the result is a new float32 array of `count`
-// elements (None: to the end of the table), made here with numpy's C API and
-// written straight through its data pointer. (An array made in Python and
-// passed as `out` costs a buffer export, which numpy computes afresh for each
-// new array: several us of a 4 KiB pull.) The future keeps the array alive
-// until the request ends.
-std::unique_ptr<PyFuture> PullDenseNew(const PyClient& self,
-                                       py::handle table_arg, int64_t first,
-                                       std::optional<int64_t> count) {
-  const uint32_t table = TableIdOf(self, table_arg);
-  uint64_t offset;
-  if (count.has_value()) {
-    if (*count < 0) {
-      throw py::value_error("count: expected >= 0; got " +
-                            std::to_string(*count));
-    }
-    offset = CheckedOffset(self, table_arg, first, nullptr);
-  } else {
-    const TableInfo info = TableInfoOf(self, table_arg);
-    offset = CheckedOffset(self, table_arg, first, &info);
-    count = static_cast<int64_t>(info.size - offset);
-  }
-  py::array_t<float> out(static_cast<py::ssize_t>(*count));
-  const absl::Span<float> dst(out.mutable_data(), static_cast<size_t>(*count));
-  Future future =
-      self.Released([&](Client& c) { return c.PullDense(table, offset, dst); });
-  return MakeFuture(std::move(future), std::move(out), {});
 }
 
 std::unique_ptr<PyFuture> PushDense(const PyClient& self, py::handle table_arg,
@@ -235,7 +232,7 @@ std::unique_ptr<PyFuture> PushPullDense(const PyClient& self,
 }
 
 // A sparse pull's destination: `out` (held), or, when it is None, a new
-// float32 array of shape keys.shape + (dim,) made here (see PullDenseNew for
+// float32 array of shape keys.shape + (dim,) made here (see PullDense for
 // why here), which becomes `out`.
 absl::Span<float> RowsOut(const PyClient& self, py::handle table_arg,
                           const HeldBuffer& keys, py::object& out,
@@ -390,11 +387,9 @@ void BindTables(py::class_<PyClient>& c) {
 
 void BindData(py::class_<PyClient>& c) {
   c.def("pull_dense", &PullDense, py::arg("table"), py::arg("offset"),
-        py::arg("out"))
-      .def("pull_dense_new", &PullDenseNew, py::arg("table"), py::arg("offset"),
-           py::arg("count"),
-           "pull_dense into a new float32 array of `count` elements (None: "
-           "to the end of the table), which wait() returns.")
+        py::arg("out"), py::arg("count"),
+        "out None: into a new float32 array of `count` elements (None: to "
+        "the end of the table), which wait() returns.")
       .def("push_dense", &PushDense, py::arg("table"), py::arg("offset"),
            py::arg("grads"), py::arg("zero_copy"))
       .def("push_pull_dense", &PushPullDense, py::arg("table"),

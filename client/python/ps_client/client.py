@@ -252,9 +252,7 @@ class Client:
         OutOfRange at once; other ranges are checked by the server."""
         # The binding checks the offset and allocates the result: each
         # Python-level step adds latency to small pulls.
-        if out is None:
-            return self._c.pull_dense_new(table, offset, count)
-        return self._c.pull_dense(table, offset, out)
+        return self._c.pull_dense(table, offset, out, count)
 
     def push_dense(self, table, grads, *, offset=0, zero_copy=False):
         """Pushes gradients for elements ``[offset, offset + len(grads))``;
