@@ -1,6 +1,8 @@
 #include "server/replication/election_view.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,14 @@ namespace {
 
 constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+// How often the watch thread looks for the watch's next event. It never
+// waits inside gRPC: with gRPC's epoll1 poller a thread blocked on any
+// completion queue takes turns at polling every connection of the process,
+// so a watch thread blocked in Read would pick up half of a server's (or a
+// client's) data-path events and hand each over to the thread that owns
+// it, a wake-up per message (server/server_queue.h). The cost is up to this
+// much delay on an election change.
+constexpr absl::Duration kWatchPoll = absl::Milliseconds(5);
 
 Candidate FromKeyValue(const mvccpb::KeyValue& kv) {
   return Candidate{kv.key(), kv.value(), kv.create_revision(), kv.lease()};
@@ -104,6 +114,26 @@ absl::Status ElectionView::Resync() {
   return absl::OkStatus();
 }
 
+bool ElectionView::AwaitWatchEvent(grpc::CompletionQueue* queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (true) {
+    // Zero-timeout polls only: see kWatchPoll.
+    switch (queue->AsyncNext(&tag, &ok, std::chrono::system_clock::now())) {
+      case grpc::CompletionQueue::GOT_EVENT:
+        return ok;  // one operation is in flight at a time: this is it
+      case grpc::CompletionQueue::SHUTDOWN:
+        return false;
+      case grpc::CompletionQueue::TIMEOUT:
+        break;
+    }
+    absl::MutexLock lock(&mu_);
+    // Once stopping, the call is cancelled: its operation ends at once.
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                         stopping_ ? absl::Milliseconds(1) : kWatchPoll);
+  }
+}
+
 absl::Status ElectionView::Session() {
   if (absl::Status s = Resync(); !s.ok()) return s;
   grpc::ClientContext context;
@@ -115,7 +145,12 @@ absl::Status ElectionView::Session() {
     watch_context_ = &context;
     start_revision = snapshot_.revision + 1;
   }
-  auto stream = client_->watch_stub().Watch(&context);
+  // The tags only name the operation in flight (one at a time).
+  enum Op : uintptr_t { kStart = 1, kWrite, kRead, kFinish };
+  auto tag = [](Op op) { return reinterpret_cast<void*>(op); };
+  grpc::CompletionQueue queue;
+  auto stream = client_->watch_stub().PrepareAsyncWatch(&context, &queue);
+  stream->StartCall(tag(kStart));
   etcdserverpb::WatchRequest request;
   etcdserverpb::WatchCreateRequest* create = request.mutable_create_request();
   create->set_key(prefix_);
@@ -123,27 +158,39 @@ absl::Status ElectionView::Session() {
   create->set_start_revision(start_revision);
   absl::Status ended;
   etcdserverpb::WatchResponse response;
-  if (stream->Write(request)) {
-    while (stream->Read(&response)) {
-      if (response.canceled() || response.compact_revision() > 0) {
-        ended = absl::AbortedError(absl::StrCat(
-            "watch of ", prefix_, " canceled by etcd (compact revision ",
-            response.compact_revision(), "): ", response.cancel_reason()));
-        break;
-      }
-      if (response.events_size() == 0) continue;
-      {
-        absl::MutexLock lock(&mu_);
-        for (const mvccpb::Event& event : response.events()) {
-          ApplyEvent(event, event.kv().mod_revision());
-        }
-        Publish();
-      }
-      Changed();
+  bool live = AwaitWatchEvent(&queue);
+  if (live) {
+    stream->Write(request, tag(kWrite));
+    live = AwaitWatchEvent(&queue);
+  }
+  while (live) {
+    stream->Read(&response, tag(kRead));
+    if (!AwaitWatchEvent(&queue)) break;
+    if (response.canceled() || response.compact_revision() > 0) {
+      ended = absl::AbortedError(absl::StrCat(
+          "watch of ", prefix_, " canceled by etcd (compact revision ",
+          response.compact_revision(), "): ", response.cancel_reason()));
+      break;
     }
+    if (response.events_size() == 0) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const mvccpb::Event& event : response.events()) {
+        ApplyEvent(event, event.kv().mod_revision());
+      }
+      Publish();
+    }
+    Changed();
   }
   context.TryCancel();
-  grpc::Status finish = stream->Finish();
+  grpc::Status finish;
+  stream->Finish(&finish, tag(kFinish));
+  AwaitWatchEvent(&queue);
+  queue.Shutdown();
+  void* drained_tag = nullptr;
+  bool drained_ok = false;
+  while (queue.Next(&drained_tag, &drained_ok)) {
+  }
   {
     absl::MutexLock lock(&mu_);
     watch_context_ = nullptr;

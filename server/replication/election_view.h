@@ -13,7 +13,8 @@
 // grow, and a new leader's key was created after the old leader's (the lowest
 // existing key leads), so terms strictly increase from leader to leader.
 //
-// Thread safety: thread-safe. One thread, owned by the view, reads the watch;
+// Thread safety: thread-safe. One thread, owned by the view, reads the watch
+// (polling for it, never blocked inside gRPC: see kWatchPoll in the .cc);
 // the destructor cancels and joins it.
 #ifndef PS_SERVER_REPLICATION_ELECTION_VIEW_H_
 #define PS_SERVER_REPLICATION_ELECTION_VIEW_H_
@@ -79,6 +80,9 @@ class ElectionView {
   void Run();
   // One Range + Watch session; returns why it ended.
   absl::Status Session();
+  // Waits for the completion of the one operation in flight on `queue`
+  // without blocking inside gRPC; returns its ok.
+  bool AwaitWatchEvent(grpc::CompletionQueue* queue);
   absl::Status Resync();
   void ApplyEvent(const mvccpb::Event& event, int64_t revision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
