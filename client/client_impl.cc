@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "client/future.h"
 #include "client/retry_backoff.h"
+#include "common/completion_tag.h"
 #include "common/config.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
@@ -567,7 +568,7 @@ void ClientImpl::HeartbeatLoop() {
   while (true) {
     void* tag = nullptr;
     bool ok = false;
-    while (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now()) ==
+    while (cq.AsyncNext(&tag, &ok, PollWithoutWaiting()) ==
            grpc::CompletionQueue::GOT_EVENT) {
       const size_t i = reinterpret_cast<uintptr_t>(tag) - 1;
       HeartbeatCall& beat = beats[i];

@@ -9,6 +9,8 @@
 #ifndef PS_COMMON_COMPLETION_TAG_H_
 #define PS_COMMON_COMPLETION_TAG_H_
 
+#include <chrono>
+
 #include "grpcpp/grpcpp.h"
 
 namespace ps {
@@ -26,6 +28,17 @@ class CompletionTag {
 // Runs OnComplete for every event of `queue` (every tag on it must be a
 // CompletionTag*) until the queue is shut down and drained.
 void PollCompletionQueue(grpc::CompletionQueue* queue);
+
+// The deadline for CompletionQueue::AsyncNext that looks for an event
+// without waiting: for threads that must not take part in polling the
+// process's connections (with gRPC's epoll1 poller a thread waiting on any
+// queue takes turns at polling all of them, and hands each event it picks
+// up to the thread that owns it). gRPC rounds a deadline up to the next
+// millisecond, so AsyncNext(now) waits up to 1 ms in epoll_wait; a deadline
+// in the past polls once with a zero timeout.
+inline std::chrono::system_clock::time_point PollWithoutWaiting() {
+  return std::chrono::system_clock::time_point();
+}
 
 }  // namespace ps
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/completion_tag.h"
 
 namespace ps::replication {
 namespace {
@@ -119,7 +120,7 @@ bool ElectionView::AwaitWatchEvent(grpc::CompletionQueue* queue) {
   bool ok = false;
   while (true) {
     // Zero-timeout polls only: see kWatchPoll.
-    switch (queue->AsyncNext(&tag, &ok, std::chrono::system_clock::now())) {
+    switch (queue->AsyncNext(&tag, &ok, PollWithoutWaiting())) {
       case grpc::CompletionQueue::GOT_EVENT:
         return ok;  // one operation is in flight at a time: this is it
       case grpc::CompletionQueue::SHUTDOWN:
