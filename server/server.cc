@@ -286,7 +286,8 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   if (replica_ != nullptr) {
     const std::string host = ReplicaHost(
         options_.advertise_host, listen_address_, config_.servers[shard_index_]);
-    if (absl::Status s = replica_->Start(absl::StrCat(host, ":", port));
+    if (absl::Status s =
+            replica_->Start(absl::StrCat(host, ":", port), queue_.get());
         !s.ok()) {
       server_->Shutdown();
       queue_->Stop();
@@ -303,7 +304,6 @@ absl::StatusOr<int> ParameterServerProcess::Start() {
   checkpoint_peer_service_->Serve(queue_.get());
   health_->Serve(queue_.get());
   data_streams_->Start();
-  if (replica_ != nullptr) replica_->StartFollowService(queue_.get());
   queue_->Start();
   if (restore_in_start_) {
     spdlog::info("shard {} listening on {} (port {}) to agree on its "

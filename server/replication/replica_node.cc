@@ -66,7 +66,8 @@ ReplicaNode::Role ReplicaNode::role() const {
   return role_;
 }
 
-absl::Status ReplicaNode::Start(const std::string& address) {
+absl::Status ReplicaNode::Start(const std::string& address,
+                                ServerQueue* queue) {
   // The backup's side of Follow connects as clients do (the config's tls
   // section; checked here so a bad file fails the start, not each follow).
   ASSIGN_OR_RETURN(follow_credentials_, ChannelCredentials(config_.tls));
@@ -84,6 +85,9 @@ absl::Status ReplicaNode::Start(const std::string& address) {
   election.ttl_seconds = config_.replication.lease_ttl_s;
   elector_ = std::make_unique<Elector>(etcd_.get(), election,
                                        [this](const RoleState&) { Wake(); });
+  // Nothing fails from here on: a failed start leaves no call requested.
+  queue_ = queue;
+  StartFollowService();
   control_thread_ = std::thread([this] { ControlLoop(); });
   spdlog::info("shard {}: replica {} (id {}) campaigning under {} (etcd {})",
                shard_->shard_index(), address_, replica_id_, election.prefix,

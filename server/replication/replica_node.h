@@ -70,9 +70,11 @@
 // it as the Follow stream's replay.
 //
 // Thread safety: thread-safe. Owns a control thread (role changes, etcd
-// writes) and a follow thread (backup side); the Follow service runs on the
-// server's completion queue (FollowCall, replica_node_follow.cc), a thread
-// per call only while it encodes the snapshot. Stop() joins the threads and
+// writes) and a follow thread (backup side: it opens the stream and
+// restores the snapshot, then waits while the server's queue thread applies
+// the entries: FollowStream); the Follow service runs on the server's
+// completion queue too (FollowCall, replica_node_follow.cc), a thread per
+// call only while it encodes the snapshot. Stop() joins the threads and
 // cancels the Follow calls (the server's shutdown ends them).
 #ifndef PS_SERVER_REPLICATION_REPLICA_NODE_H_
 #define PS_SERVER_REPLICATION_REPLICA_NODE_H_
@@ -97,6 +99,7 @@
 #include "server/replication/elector.h"
 #include "server/replication/entry_tail.h"
 #include "server/replication/etcd_client.h"
+#include "server/replication/follow_stream.h"
 #include "server/replication/keys.h"
 #include "server/replication/replication.grpc.pb.h"
 #include "server/replication/term_fence.h"
@@ -124,9 +127,13 @@ class ReplicaNode final : public Shard::StepSequencer {
               std::function<void(Role)> on_role = nullptr);
   ~ReplicaNode() override;  // Stop()
 
-  // Connects to etcd and campaigns with `address` (how clients and backups
-  // reach this process: host:port). INVALID_ARGUMENT for bad endpoints.
-  absl::Status Start(const std::string& address);
+  // Connects to etcd, serves the Replication service on `queue` and
+  // campaigns with `address` (how clients and backups reach this process:
+  // host:port). INVALID_ARGUMENT for bad endpoints. REQUIRES:
+  // follow_service() was registered with the server's builder, the server
+  // was built; `queue` outlives every call (ServerQueue::Stop waits for
+  // them; a backup's Follow stream runs on it too).
+  absl::Status Start(const std::string& address, ServerQueue* queue);
   // Resigns, ends the streams, fails waiting pushes with UNAVAILABLE,
   // joins the threads. Idempotent.
   void Stop();
@@ -159,17 +166,16 @@ class ReplicaNode final : public Shard::StepSequencer {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The Replication service (a backup follows this primary), served on the
-  // server's completion queue: register follow_service() with the builder
-  // before BuildAndStart, call StartFollowService(queue) once after it.
-  // `queue` outlives every call (ServerQueue::Stop waits for them).
+  // server's completion queue from Start() on.
   grpc::Service* follow_service() { return &follow_service_; }
-  void StartFollowService(ServerQueue* queue);
 
  private:
   struct Op;          // a sequenced push waiting for its acks
   struct Link;        // one backup's stream (primary side)
   class FollowCall;   // the Follow call a Link writes to (primary side)
 
+  // Requests the first Follow and Tail calls on queue_ (Start).
+  void StartFollowService();
   // Waits on queue_ for the next Follow call.
   void RequestFollowCall();
   // Marks `link` broken and cancels its call, so that the call ends and
@@ -298,8 +304,10 @@ class ReplicaNode final : public Shard::StepSequencer {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The Tail method: the entries after the asker's last one (EntryTail::
   // After), once the message being applied (if any) is done; a backup only
-  // (others have no tail to give: FAILED_PRECONDITION at once). Waits on
-  // the server's queue thread for at most 250 ms (one message's apply).
+  // (others have no tail to give: FAILED_PRECONDITION at once). Runs on
+  // the server's queue thread, where a backup applies its entries, so it
+  // waits (at most 250 ms) only for the message that carried the snapshot,
+  // which the follow thread applies.
   grpc::Status AnswerTail(const TailRequest& request, TailResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
   // A stub for the Replication service of the replica at `address` (the
@@ -321,9 +329,23 @@ class ReplicaNode final : public Shard::StepSequencer {
   // After a follow thread was joined: the next one may start.
   void ResetFollow() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status FollowOnce(const std::string& primary_address);
-  // The backup's side of one Follow stream: snapshot, then entries, acks.
+  // The backup's side of one Follow stream: snapshot, then entries, acks
+  // (FollowStream: the entries are applied on the server's queue thread).
   absl::Status ApplyStream(grpc::ClientContext* context,
                            Replication::Stub* stub);
+  // Where a backup is in one Follow stream: the snapshot's pieces so far,
+  // until it is restored.
+  struct StreamProgress {
+    bool restored = false;
+    std::string snapshot;
+  };
+  // One message of the stream (a snapshot piece, or entries), on the follow
+  // thread until the snapshot is restored, then on the queue's thread: the
+  // term check, the restore, the applies; the reply is the ack, or a
+  // refusal of the term, or the error that ends the stream.
+  FollowStream::Reply OnFollowMessage(FollowMessage* message,
+                                      StreamProgress* progress)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Restores the primary's snapshot (checkpoint bytes, the state after
   // entry `seq`, sent under `term`).
   absl::Status RestoreSnapshot(const std::string& snapshot, uint64_t seq,
@@ -335,7 +357,7 @@ class ReplicaNode final : public Shard::StepSequencer {
   absl::StatusOr<uint64_t> ApplyEntries(FollowMessage* message);
   // A push sequenced after the primary applied it (`request`, entry
   // `entry`; SequencedAfterApply), or a steps entry: applied in order on the
-  // follow thread.
+  // calling thread.
   absl::Status ApplyOrderedPush(const DataRequestView& request,
                                 const Entry& entry) ABSL_LOCKS_EXCLUDED(mu_);
   // `unix_seconds`: the entry's (the primary's time of the steps).
@@ -373,7 +395,7 @@ class ReplicaNode final : public Shard::StepSequencer {
   // How the follow thread connects to the primary (the config's tls).
   std::shared_ptr<grpc::ChannelCredentials> follow_credentials_;
   Replication::AsyncService follow_service_;
-  ServerQueue* queue_ = nullptr;  // set by StartFollowService
+  ServerQueue* queue_ = nullptr;
 
   TermFence fence_;
 
@@ -411,9 +433,9 @@ class ReplicaNode final : public Shard::StepSequencer {
       absl::StatusCode::kOk;
   grpc::ClientContext* follow_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  // The follow thread admitted a message (its term) and has not finished
-  // it: set with the term check under mu_, so a Tail request observing a
-  // newer term either comes first (the message is refused) or waits.
+  // A message of the Follow stream was admitted (its term) and is not
+  // finished: set with the term check under mu_, so a Tail request observing
+  // a newer term either comes first (the message is refused) or waits.
   bool applying_message_ ABSL_GUARDED_BY(mu_) = false;
   int64_t applying_ ABSL_GUARDED_BY(mu_) = 0;  // entries submitted, not done
 

@@ -12,6 +12,7 @@
 #include "server/bearer_auth.h"
 #include "server/checkpoint_format.h"
 #include "server/replication/connection_probe.h"
+#include "server/replication/follow_stream.h"
 #include "server/replication/in_sync.h"
 #include "server/replication/replica_node_internal.h"
 #include "spdlog/spdlog.h"
@@ -211,11 +212,11 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
   hello.set_replica_id(replica_id_);
   // A backup (it restored a snapshot before) resumes after its last entry:
   // StartFollowing follows only one that can (CanResume).
-  bool restored;
+  StreamProgress progress;
   {
     absl::MutexLock lock(&mu_);
-    restored = role_ == Role::kBackup;
-    if (restored) {
+    progress.restored = role_ == Role::kBackup;
+    if (progress.restored) {
       if (tail_.empty() || tail_.newest_seq() != applied_seq_) {
         return absl::FailedPreconditionError("no entry to resume after");
       }
@@ -227,69 +228,82 @@ absl::Status ReplicaNode::ApplyStream(grpc::ClientContext* context,
                    tail_.newest_term());
     }
   }
+  std::unique_ptr<FollowStream> stream =
+      FollowStream::Open(stub, context, queue_);
+  if (stream == nullptr) return absl::CancelledError("the server is stopping");
+  if (!stream->Write(hello)) {
+    return stream->Finish(absl::UnavailableError("hello not sent"));
+  }
+  // The snapshot's pieces and its restore on this thread (too long for the
+  // queue's); the entries after it on the queue's thread.
+  FollowMessage message;
+  while (!progress.restored) {
+    if (!stream->Read(&message)) return stream->Finish();
+    FollowStream::Reply reply = OnFollowMessage(&message, &progress);
+    if (reply.message.has_value() && !stream->Write(*reply.message) &&
+        reply.end.ok()) {
+      reply.end = absl::UnavailableError("ack not sent: the stream is gone");
+    }
+    if (!reply.end.ok()) return stream->Finish(std::move(reply.end));
+  }
+  stream->Serve([this, &progress](FollowMessage* entries) {
+    return OnFollowMessage(entries, &progress);
+  });
+  return stream->Finish();
+}
+
+FollowStream::Reply ReplicaNode::OnFollowMessage(FollowMessage* message,
+                                                 StreamProgress* progress) {
+  absl::Status admitted;
+  {
+    absl::MutexLock lock(&mu_);
+    admitted = fence_.AdmitFromPrimary(message->term());
+    applying_message_ = admitted.ok();
+  }
+  // Every way out of this message's processing ends it.
+  absl::Cleanup done_with_message = [this] {
+    absl::MutexLock lock(&mu_);
+    applying_message_ = false;
+  };
+  FollowStream::Reply reply;
+  if (!admitted.ok()) {
+    FollowRequest refuse;
+    refuse.set_status_code(static_cast<int>(admitted.code()));
+    refuse.set_status_message(std::string(admitted.message()));
+    reply.message = std::move(refuse);
+    reply.end = std::move(admitted);
+    return reply;
+  }
   // An entry that failed to apply leaves this replica's state unknown: its
   // tail is dropped, so it never resumes (the control loop fences it).
-  auto failed_apply = [this](absl::Status status) {
+  auto failed_apply = [this, &reply](absl::Status status) {
     absl::MutexLock lock(&mu_);
     tail_.Clear();
-    return status;
+    reply.end = std::move(status);
+    return reply;
   };
-  auto stream = stub->Follow(context);
-  if (!stream->Write(hello)) return absl::UnavailableError("hello not sent");
-  FollowMessage message;
-  std::string snapshot;  // its pieces so far
-  while (stream->Read(&message)) {
-    absl::Status admitted;
-    {
-      absl::MutexLock lock(&mu_);
-      admitted = fence_.AdmitFromPrimary(message.term());
-      applying_message_ = admitted.ok();
-    }
-    // Every way out of this message's processing ends it.
-    absl::Cleanup done_with_message = [this] {
-      absl::MutexLock lock(&mu_);
-      applying_message_ = false;
-    };
-    if (absl::Status s = admitted; !s.ok()) {
-      FollowRequest refuse;
-      refuse.set_status_code(static_cast<int>(s.code()));
-      refuse.set_status_message(std::string(s.message()));
-      stream->Write(refuse);
-      context->TryCancel();
-      return s;
-    }
-    if (!restored) {
-      snapshot.append(message.snapshot());
-      if (!message.snapshot_last()) continue;
-      RETURN_IF_ERROR(
-          RestoreSnapshot(snapshot, message.snapshot_seq(), message.term()));
-      restored = true;
-      std::string().swap(snapshot);
-      // The open sync steps' pushes, which the copy leaves out.
-      for (const Entry& entry : message.replay()) {
-        DataRequestView push;
-        absl::Status s = DecodeEntryPush(entry, &push);
-        if (s.ok()) s = ApplyOrderedPush(push, entry);
-        if (!s.ok()) return failed_apply(s);
-      }
-    }
-    absl::StatusOr<uint64_t> applied = ApplyEntries(&message);
-    if (!applied.ok()) {
-      context->TryCancel();
-      return failed_apply(applied.status());
-    }
-    FollowRequest ack;
-    ack.set_applied_seq(*applied);
-    if (!stream->Write(ack)) {
-      // The stream is gone (the primary cancelled it, e.g. after its ack
-      // timeout). Finish() with messages left unread would block forever.
-      context->TryCancel();
-      break;
+  if (!progress->restored) {
+    progress->snapshot.append(message->snapshot());
+    if (!message->snapshot_last()) return reply;  // a piece is not acked
+    reply.end = RestoreSnapshot(progress->snapshot, message->snapshot_seq(),
+                                message->term());
+    if (!reply.end.ok()) return reply;
+    progress->restored = true;
+    std::string().swap(progress->snapshot);
+    // The open sync steps' pushes, which the copy leaves out.
+    for (const Entry& entry : message->replay()) {
+      DataRequestView push;
+      absl::Status s = DecodeEntryPush(entry, &push);
+      if (s.ok()) s = ApplyOrderedPush(push, entry);
+      if (!s.ok()) return failed_apply(std::move(s));
     }
   }
-  const grpc::Status end = stream->Finish();
-  return absl::Status(static_cast<absl::StatusCode>(end.error_code()),
-                      end.error_message());
+  absl::StatusOr<uint64_t> applied = ApplyEntries(message);
+  if (!applied.ok()) return failed_apply(applied.status());
+  FollowRequest ack;
+  ack.set_applied_seq(*applied);
+  reply.message = std::move(ack);
+  return reply;
 }
 
 absl::Status ReplicaNode::RestoreSnapshot(const std::string& snapshot,

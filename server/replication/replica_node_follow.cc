@@ -377,8 +377,7 @@ void ReplicaNode::FollowCall::AdvanceLocked() {
   StartWriteLocked();
 }
 
-void ReplicaNode::StartFollowService(ServerQueue* queue) {
-  queue_ = queue;
+void ReplicaNode::StartFollowService() {
   RequestFollowCall();
   UnaryMethod<TailRequest, TailResponse> tail;
   tail.request = [this](grpc::ServerContext* context, TailRequest* request,
@@ -398,7 +397,7 @@ void ReplicaNode::StartFollowService(ServerQueue* queue) {
     }
     done(AnswerTail(request, response));
   };
-  ServeUnary(queue, std::move(tail));
+  ServeUnary(queue_, std::move(tail));
 }
 
 grpc::Status ReplicaNode::AnswerTail(const TailRequest& request,
