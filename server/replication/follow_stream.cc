@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
+
 namespace ps::replication {
 
 std::unique_ptr<FollowStream> FollowStream::Open(Replication::Stub* stub,
@@ -11,6 +13,7 @@ std::unique_ptr<FollowStream> FollowStream::Open(Replication::Stub* stub,
   FollowStream* const s = stream.get();
   const bool began = queue->BeginCall([&](grpc::ServerCompletionQueue* cq) {
     absl::MutexLock lock(&s->mu_);
+    s->cq_ = cq;
     s->call_ = stub->PrepareAsyncFollow(context, cq);
     s->start_in_flight_ = true;
     s->call_->StartCall(&s->start_tag_);
@@ -92,6 +95,8 @@ void FollowStream::OnEvent(Kind kind, bool ok) {
         if (serving_) {
           if (!ok) {
             EndLocked(absl::OkStatus(), /*cancel=*/false);  // the primary's end
+          } else if (lingering_) {
+            if (!ended_) StartReadLocked();  // sent before it read the refusal
           } else {
             handle_message = !ended_;
           }
@@ -109,6 +114,11 @@ void FollowStream::OnEvent(Kind kind, bool ok) {
             PumpWritesLocked();
           }
         }
+        break;
+      case Kind::kAlarm:
+        alarm_in_flight_ = false;
+        // Fired (not cancelled): the primary did not end the call in time.
+        if (ok) EndLocked(absl::OkStatus(), /*cancel=*/true);
         break;
       case Kind::kFinish:
         break;
@@ -155,9 +165,17 @@ void FollowStream::PumpWritesLocked() {
   if (!outbox_.empty()) {
     StartWriteLocked(outbox_.front());
     outbox_.pop_front();
-  } else if (end_after_outbox_) {
-    EndLocked(absl::OkStatus(), /*cancel=*/true);  // its status is recorded
+  } else if (end_after_outbox_ && !lingering_) {
+    LingerLocked();
   }
+}
+
+void FollowStream::LingerLocked() {
+  lingering_ = true;
+  alarm_in_flight_ = true;
+  linger_alarm_.Set(cq_, absl::ToChronoTime(absl::Now() + kLinger),
+                    &alarm_tag_);
+  if (!read_in_flight_) StartReadLocked();
 }
 
 void FollowStream::EndLocked(absl::Status why, bool cancel) {
@@ -165,11 +183,12 @@ void FollowStream::EndLocked(absl::Status why, bool cancel) {
   if (ended_) return;
   ended_ = true;
   if (cancel) context_->TryCancel();
+  if (alarm_in_flight_) linger_alarm_.Cancel();  // its tag still comes
 }
 
 void FollowStream::MaybeFinishLocked() {
   if (!ended_ || finish_started_ || start_in_flight_ || read_in_flight_ ||
-      write_in_flight_) {
+      write_in_flight_ || alarm_in_flight_) {
     return;
   }
   finish_started_ = true;

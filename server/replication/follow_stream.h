@@ -26,7 +26,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/completion_tag.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "server/replication/replication.grpc.pb.h"
 #include "server/server_queue.h"
@@ -63,7 +65,10 @@ class FollowStream {
 
   // From now on every message read goes to `handler` on the queue's thread
   // until a read fails, a write fails or a reply ends the stream. Returns at
-  // once.
+  // once. A reply that ends the stream with a message (a refusal of the
+  // term) is written, then the primary gets up to kLinger to read it and end
+  // the call itself before the stream is cancelled: a cancel right after the
+  // write could discard the message before the primary read it.
   void Serve(Handler handler) ABSL_LOCKS_EXCLUDED(mu_);
 
   // With `why` not OK: cancels the stream now. Otherwise waits for it to end
@@ -74,7 +79,9 @@ class FollowStream {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  enum class Kind { kStart, kRead, kWrite, kFinish };
+  static constexpr absl::Duration kLinger = absl::Milliseconds(500);
+
+  enum class Kind { kStart, kRead, kWrite, kAlarm, kFinish };
   struct Tag final : CompletionTag {
     Tag(FollowStream* stream, Kind kind) : stream(stream), kind(kind) {}
     void OnComplete(bool ok) override { stream->OnEvent(kind, ok); }
@@ -84,6 +91,10 @@ class FollowStream {
 
   FollowStream(grpc::ClientContext* context, ServerQueue* queue)
       : context_(context), queue_(queue) {}
+
+  // Serving, the last reply written: reads (and drops) until the primary
+  // ends the call, or cancels it after kLinger.
+  void LingerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void OnEvent(Kind kind, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
   // Serving: a read succeeded; handles its message (outside mu_).
@@ -103,11 +114,14 @@ class FollowStream {
 
   grpc::ClientContext* const context_;
   ServerQueue* const queue_;
+  grpc::CompletionQueue* cq_ = nullptr;  // the server queue's
   std::unique_ptr<grpc::ClientAsyncReaderWriter<FollowRequest, FollowMessage>>
       call_;
+  grpc::Alarm linger_alarm_;
   Tag start_tag_{this, Kind::kStart};
   Tag read_tag_{this, Kind::kRead};
   Tag write_tag_{this, Kind::kWrite};
+  Tag alarm_tag_{this, Kind::kAlarm};
   Tag finish_tag_{this, Kind::kFinish};
   // The call is over (Finish's tag came, the queue's call count released).
   absl::Notification finished_;
@@ -127,6 +141,8 @@ class FollowStream {
   std::deque<FollowRequest> outbox_ ABSL_GUARDED_BY(mu_);
   // A reply asked to end the stream once the outbox is written.
   bool end_after_outbox_ ABSL_GUARDED_BY(mu_) = false;
+  bool lingering_ ABSL_GUARDED_BY(mu_) = false;
+  bool alarm_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_started_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);  // the first error
