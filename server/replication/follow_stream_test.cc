@@ -42,6 +42,17 @@ FollowMessage Entries(int64_t term, uint64_t seq) {
   return message;
 }
 
+// A handler's refusal of the term: written, then the stream ends.
+FollowStream::Reply Refusal(const std::string& why) {
+  FollowStream::Reply reply;
+  FollowRequest refuse;
+  refuse.set_status_code(static_cast<int>(absl::StatusCode::kAborted));
+  refuse.set_status_message(why);
+  reply.message = refuse;
+  reply.end = absl::AbortedError(why);
+  return reply;
+}
+
 FollowRequest Ack(uint64_t seq) {
   FollowRequest ack;
   ack.set_applied_seq(seq);
@@ -66,6 +77,14 @@ class FollowStreamTest : public ::testing::Test {
     stub_ = Replication::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(port),
         grpc::InsecureChannelCredentials()));
+  }
+
+  // The stream, its (empty) hello written; nullptr on a failure.
+  std::unique_ptr<FollowStream> OpenWithHello(grpc::ClientContext* context) {
+    std::unique_ptr<FollowStream> stream =
+        FollowStream::Open(stub_.get(), context, &queue_);
+    if (stream == nullptr || !stream->Write(FollowRequest())) return nullptr;
+    return stream;
   }
 
   void TearDown() override {
@@ -143,19 +162,9 @@ TEST_F(FollowStreamTest, AReplyThatEndsTheStreamIsWrittenFirst) {
     return grpc::Status::OK;
   });
   grpc::ClientContext context;
-  std::unique_ptr<FollowStream> stream =
-      FollowStream::Open(stub_.get(), &context, &queue_);
+  std::unique_ptr<FollowStream> stream = OpenWithHello(&context);
   ASSERT_NE(stream, nullptr);
-  ASSERT_TRUE(stream->Write(FollowRequest()));
-  stream->Serve([](FollowMessage*) {
-    FollowStream::Reply reply;
-    FollowRequest refuse;
-    refuse.set_status_code(static_cast<int>(absl::StatusCode::kAborted));
-    refuse.set_status_message("stale term 3");
-    reply.message = refuse;
-    reply.end = absl::AbortedError("stale term 3");
-    return reply;
-  });
+  stream->Serve([](FollowMessage*) { return Refusal("stale term 3"); });
   const absl::Status end = stream->Finish();
   EXPECT_EQ(end, absl::AbortedError("stale term 3"));
   EXPECT_EQ(refusal.status_code(), static_cast<int>(absl::StatusCode::kAborted));
@@ -175,19 +184,12 @@ TEST_F(FollowStreamTest, ThePrimaryEndingTheCallAfterARefusalEndsTheLinger) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "no refusal");
   });
   grpc::ClientContext context;
-  std::unique_ptr<FollowStream> stream =
-      FollowStream::Open(stub_.get(), &context, &queue_);
+  std::unique_ptr<FollowStream> stream = OpenWithHello(&context);
   ASSERT_NE(stream, nullptr);
-  ASSERT_TRUE(stream->Write(FollowRequest()));
   int handled = 0;
   stream->Serve([&](FollowMessage*) {
     ++handled;
-    FollowStream::Reply reply;
-    FollowRequest refuse;
-    refuse.set_status_code(static_cast<int>(absl::StatusCode::kAborted));
-    reply.message = refuse;
-    reply.end = absl::AbortedError("stale term 3");
-    return reply;
+    return Refusal("stale term 3");
   });
   // The reply's status, not the call's; the second entry is dropped.
   EXPECT_EQ(stream->Finish(), absl::AbortedError("stale term 3"));
@@ -203,10 +205,8 @@ TEST_F(FollowStreamTest, ThePrimarysRefusalBeforeAnyMessageIsTheResult) {
                         "127.0.0.1:1 is starting, not primary");
   });
   grpc::ClientContext context;
-  std::unique_ptr<FollowStream> stream =
-      FollowStream::Open(stub_.get(), &context, &queue_);
+  std::unique_ptr<FollowStream> stream = OpenWithHello(&context);
   ASSERT_NE(stream, nullptr);
-  ASSERT_TRUE(stream->Write(FollowRequest()));
   FollowMessage message;
   EXPECT_FALSE(stream->Read(&message));
   EXPECT_FALSE(stream->Read(&message));  // over stays over
@@ -225,10 +225,8 @@ TEST_F(FollowStreamTest, FinishWithAnErrorCancelsTheStream) {
     return grpc::Status::OK;
   });
   grpc::ClientContext context;
-  std::unique_ptr<FollowStream> stream =
-      FollowStream::Open(stub_.get(), &context, &queue_);
+  std::unique_ptr<FollowStream> stream = OpenWithHello(&context);
   ASSERT_NE(stream, nullptr);
-  ASSERT_TRUE(stream->Write(FollowRequest()));
   EXPECT_EQ(stream->Finish(absl::DataLossError("restore failed")),
             absl::DataLossError("restore failed"));
   EXPECT_TRUE(primary_saw_end.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -243,10 +241,8 @@ TEST_F(FollowStreamTest, CancellingTheContextEndsAServedStream) {
     return grpc::Status::OK;
   });
   grpc::ClientContext context;
-  std::unique_ptr<FollowStream> stream =
-      FollowStream::Open(stub_.get(), &context, &queue_);
+  std::unique_ptr<FollowStream> stream = OpenWithHello(&context);
   ASSERT_NE(stream, nullptr);
-  ASSERT_TRUE(stream->Write(FollowRequest()));
   int handled = 0;
   stream->Serve([&](FollowMessage*) {
     ++handled;
