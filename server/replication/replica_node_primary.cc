@@ -1,12 +1,12 @@
 #include "server/replication/replica_node.h"
 
 #include <algorithm>
-#include <cstring>
 #include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -49,10 +49,13 @@ std::string SerializeView(const DataRequestView& view) {
                               WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
       header);
   end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(n, end);
-  const size_t at = out.size();
-  out.resize(at + (end - header) + n);
-  std::memcpy(out.data() + at, header, end - header);
-  view.values.CopyTo(0, n, out.data() + at + (end - header));
+  // Appended piece by piece: a resize first would zero-fill every byte
+  // (a 16 MiB memset per 16 MiB push on the forward path).
+  out.reserve(out.size() + (end - header) + n);
+  out.append(reinterpret_cast<const char*>(header), end - header);
+  for (absl::string_view piece : view.values.pieces()) {
+    out.append(piece.data(), piece.size());
+  }
   return out;
 }
 
