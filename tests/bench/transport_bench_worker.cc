@@ -1,6 +1,5 @@
 #include "tests/bench/transport_bench_worker.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,9 +14,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "common/process_tuning.h"
+#include "tests/bench/process_cpu.h"
 #include "tests/bench/transport_bench_process.h"
 
 namespace ps::bench {
@@ -25,28 +24,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SelfCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
-         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-// utime + stime of all threads of the given processes (/proc/PID/stat).
+// utime + stime of all threads of the given processes.
 double ProcessesCpuSeconds(const std::vector<std::string>& pids) {
   double total = 0;
   for (const std::string& pid : pids) {
-    std::string stat;
-    if (!ReadWholeFile("/proc/" + pid + "/stat", &stat)) continue;
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
-    // Fields after "(comm)": state is #3 of stat(5); utime #14, stime #15.
-    uint64_t utime = 0, stime = 0;
-    if (fields.size() > 13 && absl::SimpleAtoi(fields[11], &utime) &&
-        absl::SimpleAtoi(fields[12], &stime)) {
-      total += static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
-    }
+    int id = 0;
+    if (absl::SimpleAtoi(pid, &id)) total += ProcessCpuSeconds(id);
   }
   return total;
 }

@@ -39,8 +39,14 @@
 // catches up by state transfer ("rejoin": from its start until etcd's
 // in_sync set holds both again) before the next kill. Lease TTL 1 s.
 //
-// Prints a table, then one JSON line. Needs Debian's etcd-server. The same
-// binary is also the ceiling's peer and relay (--role).
+// CPU per push (user + system time of all threads, /proc): this process
+// (the client) and the servers of each push side, so that where a push's
+// time goes can be read off the same run (on 2 cores a replicated push is
+// CPU-bound). The warm-up pushes count too; /proc counts in 10 ms ticks, so
+// with few 16 MiB pushes their figures are coarse.
+//
+// Prints the tables, then one JSON line. Needs Debian's etcd-server. The
+// same binary is also the ceiling's peer and relay (--role).
 #include <signal.h>
 
 #include <algorithm>
@@ -61,6 +67,7 @@
 #include "client/client.h"
 #include "common/process_tuning.h"
 #include "common/status_macros.h"
+#include "tests/bench/process_cpu.h"
 #include "tests/bench/stats.h"
 #include "tests/bench/transport_bench_ceiling.h"
 #include "tests/cluster_harness.h"
@@ -89,17 +96,33 @@ constexpr uint64_t kSmallFloats = 1024;     // 4 KiB
 // The ceiling's answer to each payload (a push's answer is about as small).
 constexpr uint64_t kAnswerBytes = 16;
 
+// CPU seconds so far of this process (the client) and of each server.
+std::vector<double> CpuSeconds(const std::vector<pid_t>& servers) {
+  std::vector<double> seconds = {bench::SelfCpuSeconds()};
+  for (pid_t pid : servers) seconds.push_back(bench::ProcessCpuSeconds(pid));
+  return seconds;
+}
+
 // Microseconds of each of `ops` pushes of `floats` values (after ops / 10
-// untimed ones); the first failure instead.
-absl::StatusOr<std::vector<double>> TimePushes(Client& client, uint64_t floats,
-                                               int ops) {
+// untimed ones); the first failure instead. *cpu_us: CPU microseconds per
+// push (untimed ones included) of this process, then of each of `servers`.
+absl::StatusOr<std::vector<double>> TimePushes(
+    Client& client, uint64_t floats, int ops,
+    const std::vector<pid_t>& servers, std::vector<double>* cpu_us) {
   const std::vector<float> grad(floats, 1e-6f);
   std::vector<double> us;
-  for (int i = -(ops / 10 + 1); i < ops; ++i) {
+  const int warmup = ops / 10 + 1;
+  const std::vector<double> cpu_before = CpuSeconds(servers);
+  for (int i = -warmup; i < ops; ++i) {
     const absl::Time start = absl::Now();
     absl::Status s = client.PushDense(0, 0, grad).Wait();
     if (!s.ok()) return s;
     if (i >= 0) us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  const std::vector<double> cpu_after = CpuSeconds(servers);
+  cpu_us->clear();
+  for (size_t k = 0; k < cpu_after.size(); ++k) {
+    cpu_us->push_back((cpu_after[k] - cpu_before[k]) * 1e6 / (warmup + ops));
   }
   return us;
 }
@@ -108,19 +131,29 @@ struct Side {
   std::vector<double> small_p50_us;  // per round
   std::vector<double> small_p99_us;  // per round
   std::vector<double> big_gbps;      // per round
+  // CPU microseconds per push, per round: {client, server 0, ...} (the
+  // push sides only: factor 1's server; the primary, then the backups).
+  std::vector<std::vector<double>> small_cpu_us;
+  std::vector<std::vector<double>> big_cpu_us;
 };
 
-absl::Status Round(Client& client, Side* side) {
-  ASSIGN_OR_RETURN(
-      std::vector<double> small,
-      TimePushes(client, kSmallFloats, absl::GetFlag(FLAGS_small_ops)));
+// `servers`: the side's server processes (for their CPU).
+absl::Status Round(Client& client, const std::vector<pid_t>& servers,
+                   Side* side) {
+  std::vector<double> cpu_us;
+  ASSIGN_OR_RETURN(std::vector<double> small,
+                   TimePushes(client, kSmallFloats,
+                              absl::GetFlag(FLAGS_small_ops), servers, &cpu_us));
   side->small_p50_us.push_back(Median(small));
   side->small_p99_us.push_back(Quantile(small, 0.99));
+  side->small_cpu_us.push_back(cpu_us);
   ASSIGN_OR_RETURN(std::vector<double> big,
-                   TimePushes(client, kTableFloats, absl::GetFlag(FLAGS_big_ops)));
+                   TimePushes(client, kTableFloats,
+                              absl::GetFlag(FLAGS_big_ops), servers, &cpu_us));
   double sum = 0;
   for (double us : big) sum += us;
   side->big_gbps.push_back(kTableFloats * 4 / (sum / big.size()) / 1e3);
+  side->big_cpu_us.push_back(cpu_us);
   return absl::OkStatus();
 }
 
@@ -266,6 +299,52 @@ std::string RowJson(const Row& row) {
       row.ratio() / row.ceiling());
 }
 
+// The medians over rounds of {client, server 0, ...} CPU per push.
+std::vector<double> MedianCpu(const std::vector<std::vector<double>>& rounds) {
+  std::vector<double> medians;
+  for (size_t k = 0; !rounds.empty() && k < rounds[0].size(); ++k) {
+    std::vector<double> values;
+    for (const std::vector<double>& round : rounds) values.push_back(round[k]);
+    medians.push_back(Median(values));
+  }
+  return medians;
+}
+
+// Prints the CPU per push of both push sides; returns the JSON member.
+std::string PrintCpu(const Side (&sides)[kNumSides]) {
+  const int factor = absl::GetFlag(FLAGS_factor);
+  std::printf("\nCPU per push, us (user + system, all threads; medians over "
+              "rounds; factor %d: its backups summed):\n", factor);
+  std::printf("%-15s %9s %9s | %9s %9s %9s\n", "case", "client", "server",
+              "client", "primary", "backups");
+  std::printf("%-15s %19s | %29s\n", "", "factor 1",
+              absl::StrCat("factor ", factor).c_str());
+  std::string json = "\"cpu_us_per_push\":{";
+  const struct {
+    const char* label;
+    const char* key;
+    std::vector<std::vector<double>> Side::*cpu;
+  } cases[] = {{"push 4 KiB", "push_4k", &Side::small_cpu_us},
+               {"push 16 MiB", "push_16m", &Side::big_cpu_us}};
+  for (const auto& c : cases) {
+    const std::vector<double> one = MedianCpu(sides[kFactor1].*c.cpu);
+    const std::vector<double> many = MedianCpu(sides[kFactor2].*c.cpu);
+    if (one.size() < 2 || many.size() < 3) continue;  // no rounds
+    double backups = 0;
+    for (size_t k = 2; k < many.size(); ++k) backups += many[k];
+    std::printf("%-15s %9.1f %9.1f | %9.1f %9.1f %9.1f\n", c.label, one[0],
+                one[1], many[0], many[1], backups);
+    absl::StrAppend(
+        &json, json.back() == '{' ? "" : ",",
+        absl::StrFormat("\"%s\":{\"factor_1\":{\"client\":%.1f,\"server\":%.1f},"
+                        "\"factor_%d\":{\"client\":%.1f,\"primary\":%.1f,"
+                        "\"backups\":%.1f}}",
+                        c.key, one[0], one[1], factor, many[0], many[1],
+                        backups));
+  }
+  return json + "}";
+}
+
 void Print(int rounds, const Side (&sides)[kNumSides], const Failovers& f) {
   Row rows[3] = {{"push 4 KiB p50", "push_4k_p50_us", "us", 1, {}},
                  {"push 4 KiB p99", "push_4k_p99_us", "us", 1, {}},
@@ -293,6 +372,7 @@ void Print(int rounds, const Side (&sides)[kNumSides], const Failovers& f) {
     PrintRow(row);
     absl::StrAppend(&json, ",", RowJson(row));
   }
+  absl::StrAppend(&json, ",", PrintCpu(sides));
   std::string failover_json = "null";
   if (!f.failover_ms.empty()) {
     const auto max = [](const std::vector<double>& v) {
@@ -353,6 +433,12 @@ int Run() {
     if (side == kFactor1) return (*single)->Connect(-1);
     return shard.Connect();
   };
+  // Whose CPU each side's pushes cost besides this process: the primary
+  // (replica 0, elected first) and then the backups.
+  std::vector<pid_t> servers[2] = {{(*single)->server_pid(0)}, {}};
+  for (int i = 0; i < factor; ++i) {
+    servers[kFactor2].push_back(shard.replica(i)->pid());
+  }
 
   absl::StatusOr<std::unique_ptr<RelayCeiling>> ceiling = RelayCeiling::Start();
   if (!ceiling.ok()) return Fail("TCP ceiling", ceiling.status());
@@ -365,7 +451,8 @@ int Run() {
       const int i = r % 2 == 1 ? kNumSides - 1 - k : k;
       if (i == kFactor1 || i == kFactor2) {
         absl::StatusOr<std::unique_ptr<Client>> client = connect(i);
-        s = client.ok() ? Round(**client, &sides[i]) : client.status();
+        s = client.ok() ? Round(**client, servers[i], &sides[i])
+                        : client.status();
       } else {
         s = TcpRound(**ceiling, i == kTcpRelayed, &sides[i]);
       }
