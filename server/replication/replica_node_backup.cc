@@ -25,9 +25,9 @@ namespace {
 
 // The push of a replicated entry as the primary applied it: a view into the
 // entry's bytes, with the primary's arrival stamp (the row lifecycle's
-// time). Its op is PUSH: a PUSH_PULL's pull half was answered by the
-// primary; here it would only cost time, or wait (ssp: on a registry
-// nobody updates here).
+// time) and its finiteness scan when that found every value finite. Its op
+// is PUSH: a PUSH_PULL's pull half was answered by the primary; here it
+// would only cost time, or wait (ssp: on a registry nobody updates here).
 absl::Status DecodeEntryPush(const Entry& entry, DataRequestView* push) {
   if (!DecodeDataRequest(entry.data_request(), push).ok()) {
     return absl::DataLossError(
@@ -35,6 +35,11 @@ absl::Status DecodeEntryPush(const Entry& entry, DataRequestView* push) {
   }
   push->op = proto::PUSH;
   push->received_unix_seconds = entry.unix_seconds();
+  if (entry.values_finite()) {
+    // The primary's scan (the same bytes): not repeated here.
+    push->values_finite_known = true;
+    push->values_all_finite = true;
+  }
   return absl::OkStatus();
 }
 

@@ -59,6 +59,12 @@ std::string SerializeView(const DataRequestView& view) {
   return out;
 }
 
+// Entry.values_finite for `view`: its decode scanned the values and found
+// every one finite.
+bool KnownFinite(const DataRequestView& view) {
+  return view.values_finite_known && view.values_all_finite;
+}
+
 // Whether the elector still holds `term` though PrimaryTerm() is empty:
 // its lease could not be renewed (kUnknown), or its local validity just
 // ended and the elector's thread has not said so yet (still kPrimary: a
@@ -114,6 +120,7 @@ void ReplicaNode::Submit(std::shared_ptr<const DataRequestView> request,
       Entry e;
       e.set_data_request(std::move(entry));
       e.set_unix_seconds(request->received_unix_seconds);
+      e.set_values_finite(KnownFinite(*request));
       sequenced = SequenceLocked(std::move(e), op);
       if (push) ++local_in_flight_;
     }
@@ -272,6 +279,7 @@ void ReplicaNode::SequenceApplied(
   Entry entry;
   if (!duplicate) entry.set_data_request(SerializeView(*request));
   entry.set_unix_seconds(request->received_unix_seconds);
+  entry.set_values_finite(KnownFinite(*request));
   auto op = std::make_shared<Op>();
   op->done = std::move(done);
   op->response = std::move(response);

@@ -252,6 +252,38 @@ int NewPrimaryOf1And2(const ReplicatedShard& shard) {
 // replicas at once, and a second SIGKILL, of the new primary under load,
 // leaves the last replica with every push: two failures in a row without
 // any replacement.
+// The primary forwards each push with its finiteness scan (Entry.
+// values_finite): a push it refuses for a non-finite gradient goes to the
+// backup unmarked, and the backup scans and refuses it too; marked finite
+// pushes apply there without a scan. The promoted backup holds exactly the
+// finite pushes.
+TEST(ReplicatedShardTest, NonFinitePushIsRefusedOnEveryReplica) {
+  ReplicatedShard shard;
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "non_finite");
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  std::unique_ptr<Client> client = std::move(setup->client);
+  const float start = setup->initial[0];
+
+  std::vector<float> bad(kSize, 1.0f);
+  bad[7] = std::numeric_limits<float>::quiet_NaN();
+  const absl::Status refused = client->PushDense(0, 0, bad).Wait();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  absl::Duration pause;
+  ASSERT_TRUE(CountingPushes(client.get(), 10, nullptr, &pause).ok());
+  // The backup refused the same entry by its own scan.
+  EXPECT_NE(shard.Log(setup->b).find("is not finite"), std::string::npos)
+      << shard.Log(setup->b);
+
+  ASSERT_TRUE(shard.replica(setup->a)->Signal(SIGKILL).ok());
+  const absl::Status pushed = CountingPushes(client.get(), 5, nullptr, &pause);
+  ASSERT_TRUE(pushed.ok()) << pushed << "\n" << shard.Log(setup->b);
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(setup->b));
+  absl::StatusOr<std::vector<float>> values = Pull(client.get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - 15);
+}
+
 TEST(ReplicatedShardTest, FactorThreeBackupResumesFromTheNewPrimary) {
   ReplicatedShard shard;
   float start = 0;
