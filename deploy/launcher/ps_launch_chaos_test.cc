@@ -80,13 +80,18 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
   const std::vector<Event> events = Schedule(seed);
 
   const std::string dir = TempDir();
-  // 8000 examples: 200 steps per epoch and worker; 60 epochs outlast the
-  // schedule (at most kEvents * (kGapMax + 4 s pause or a restart)).
+  // 8000 examples: 200 steps per epoch and worker. The job must outlast the
+  // schedule (at most kEvents * (kGapMax + 4 s pause or a restart), ~36 s)
+  // even without its stalls: 60 epochs took 13 s here by 2026-11-28 and
+  // ended first for some seeds (1747203112: "worker 1 is not running");
+  // 200 epochs take ~45 s.
+  constexpr int kEpochs = 200;
+  constexpr int kSteps = kEpochs * 200;
   BackgroundLaunch launch(
       {"--progress=plain", "--config=" + WriteConfig(dir, 8000),
-       "--out_dir=" + dir + "/out", "--epochs=60",
+       "--out_dir=" + dir + "/out", absl::StrCat("--epochs=", kEpochs),
        "--set=server.heartbeat_timeout_ms=2000",
-       "--worker_flags=--log_every_steps=10", "--stall_timeout_s=20",
+       "--worker_flags=--log_every_steps=50", "--stall_timeout_s=20",
        "--stall_fail_s=120"});
   ASSERT_TRUE(launch.WaitForLine("[worker 1] PROGRESS", 120))
       << launch.Joined();
@@ -143,18 +148,19 @@ TEST(PsLaunchChaosTest, SeededKillsAndPausesOfServersAndWorkersSyncJob) {
   EXPECT_EQ(CountContaining(lines, std::regex("\\[launch\\] restarts: ")),
             killed ? 1 : 0)
       << launch.Joined();
-  // Both workers end at the job's last step: 60 epochs x 200 steps.
+  // Both workers end at the job's last step.
   for (int w = 0; w < 2; ++w) {
     EXPECT_EQ(CountContaining(lines, std::regex(absl::StrCat(
                                "\\[worker ", w, "\\] DONE worker=", w,
-                               " steps=12000 "))),
+                               " steps=", kSteps, " "))),
               1)
         << launch.Joined();
   }
   ASSERT_FALSE(lines.empty());
   const std::string& result = lines.back();
-  ASSERT_EQ(result.rfind("RESULT model=softmax mode=sync servers=2 workers=2 "
-                         "epochs=60 ",
+  ASSERT_EQ(result.rfind(absl::StrCat("RESULT model=softmax mode=sync servers=2 "
+                                      "workers=2 epochs=",
+                                      kEpochs, " "),
                          0),
             0u)
       << launch.Joined();
