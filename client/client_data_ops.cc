@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,19 +20,6 @@
 
 namespace ps {
 namespace {
-
-// Decodes a pull's values of type `wire` from `bytes` into `out`; INTERNAL
-// naming the server when the size is not out.size() values.
-absl::Status DecodeValues(const std::string& bytes, const ValueTypeInfo& wire,
-                          const std::string& address, absl::Span<float> out) {
-  if (bytes.size() != out.size() * wire.bytes) {
-    return absl::InternalError(absl::StrCat(
-        "server ", address, " returned ", bytes.size(), " bytes for ",
-        out.size(), " ", wire.name, " values"));
-  }
-  wire.decode(bytes, out.data());
-  return absl::OkStatus();
-}
 
 // The caller's arguments of a dense operation on `table`: the table's kind,
 // matching push-pull spans, the range inside the table.
@@ -132,7 +120,8 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
 
   // Values travel as the table's value type: float32 straight from and into
   // the caller's spans; other types are encoded / decoded here (the
-  // client's value-type edge), so they are never sent zero-copy.
+  // client's value-type edge), so the caller's span is never sent
+  // zero-copy (the encoded copy is).
   const ValueTypeInfo& wire = InfoOf(table->value_type);
   const bool float32 = table->value_type == ValueType::kFloat32;
   if (!float32) zero_copy = false;
@@ -156,41 +145,51 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
     request.set_client_id(client_id_);
     request.set_first_chunk(chunk.first_chunk);
     request.set_value_type(static_cast<proto::ValueType>(table->value_type));
-    const absl::string_view payload =
+    absl::string_view payload =
         IsPush(op) && float32
             ? absl::string_view(
                   reinterpret_cast<const char*>(grads.data() + at),
                   chunk.length * sizeof(float))
             : absl::string_view();
+    // Other types are encoded into a buffer of the request's own (not
+    // zero-filled first, as resizing the protobuf string would) and sent
+    // from it without a further copy.
+    std::shared_ptr<char[]> encoded;
     if (IsPush(op) && !float32) {
-      request.mutable_values()->resize(chunk.length * wire.bytes);
-      wire.encode(grads.subspan(at, chunk.length),
-                  request.mutable_values()->data());
+      encoded.reset(new char[chunk.length * wire.bytes]);
+      wire.encode(grads.subspan(at, chunk.length), encoded.get());
+      payload = absl::string_view(encoded.get(), chunk.length * wire.bytes);
     } else if (!zero_copy) {
       request.mutable_values()->assign(payload.data(), payload.size());
     }
-    // A float32 pull's values are copied by the connection from the received
-    // buffer straight into the caller's span (a size mismatch is INTERNAL);
-    // other types are decoded from the response here.
+    // A pull's values are copied by the connection from the received buffer
+    // (a size mismatch is INTERNAL): float32 straight into the caller's
+    // span, other types into a buffer of the request's own (not zero-filled
+    // first), decoded from there into the caller's span.
     absl::Span<char> dst;
+    std::shared_ptr<char[]> received;
+    absl::Span<float> decode_into;
     if (IsPull(op) && float32) {
       dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
                              chunk.length * sizeof(float));
+    } else if (IsPull(op)) {
+      received.reset(new char[chunk.length * wire.bytes]);
+      dst = absl::Span<char>(received.get(), chunk.length * wire.bytes);
+      decode_into = out.subspan(at, chunk.length);
     }
-    absl::Span<float> decode_into;
-    if (IsPull(op) && !float32) decode_into = out.subspan(at, chunk.length);
-    const std::string* address = &connections_[chunk.shard]->address();
-    auto done = [joiner, shard = chunk.shard, decode_into, &wire, address](
+    auto done = [joiner, shard = chunk.shard, received, decode_into, &wire](
                     const absl::Status& status, proto::DataResponse* response) {
-      absl::Status result = status;
-      if (result.ok() && !decode_into.empty()) {
-        result = DecodeValues(response->values(), wire, *address, decode_into);
+      if (status.ok() && !decode_into.empty()) {
+        wire.decode(absl::string_view(received.get(),
+                                      decode_into.size() * wire.bytes),
+                    decode_into.data());
       }
-      joiner.Done(shard, result, response);
+      joiner.Done(shard, status, response);
     };
-    if (zero_copy) {
+    if (zero_copy || encoded != nullptr) {
       connections_[chunk.shard]->SendWithPayload(std::move(request), payload,
-                                                 nullptr, dst, std::move(done));
+                                                 std::move(encoded), dst,
+                                                 std::move(done));
     } else {
       connections_[chunk.shard]->Send(std::move(request), dst, std::move(done));
     }

@@ -202,19 +202,97 @@ void EncodeBfloat16(absl::Span<const float> in, char* out) {
   Encode16<FloatToBfloat16>(in.subspan(i), out + 2 * i);
 }
 
+// Eight floats as bfloat16, each in the low 16 bits of its 32-bit lane
+// (0..0xffff): the same integer steps as EncodeBfloat16's SSE2 loop.
+__attribute__((target("avx2"))) inline __m256i Bfloat16Lanes(const float* p) {
+  const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(p));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(
+          _mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),
+          _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1))),
+      16);
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+                         _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet_nan =
+      _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(rounded, quiet_nan, nan);
+}
+
+// bfloat16 16 values at a time with AVX2, twice the SSE2 loop's width (with
+// SSE2 the main job's conversions took 6.7% of its CPU, 0.46 ns per value).
+__attribute__((target("avx2"))) void EncodeBfloat16Avx2(
+    absl::Span<const float> in, char* out) {
+  size_t i = 0;
+  for (; i + 16 <= in.size(); i += 16) {
+    // packus works within 128-bit lanes (a, b -> a0 b0 a1 b1 in quarters);
+    // the permute puts the quarters back in order.
+    const __m256i packed = _mm256_packus_epi32(Bfloat16Lanes(in.data() + i),
+                                               Bfloat16Lanes(in.data() + i + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
+                        _mm256_permute4x64_epi64(packed, 0xd8));
+  }
+  EncodeBfloat16(in.subspan(i), out + 2 * i);
+}
+
+__attribute__((target("avx2"))) void DecodeBfloat16Avx2(absl::string_view in,
+                                                        float* out) {
+  const size_t n = in.size() / 2;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + 2 * i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  }
+  Decode16<Bfloat16ToFloat>(in.substr(2 * i), out + i);
+}
+
 // CPUID, not __builtin_cpu_supports("f16c"), which clang (the fuzzers'
-// compiler) does not know: the CPU has AVX and F16C and the OS saves the
-// AVX registers (OSXSAVE, and XCR0's SSE and AVX bits).
+// compiler) does not know. Whether the OS saves the AVX registers
+// (OSXSAVE, and XCR0's SSE and AVX bits).
+bool OsSavesAvx() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  unsigned xcr0_low, xcr0_high;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  return (xcr0_low & 6u) == 6u;
+}
+
+// The CPU has AVX and F16C, and the OS saves the AVX registers.
 bool HasF16c() {
   static const bool has = [] {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    if (!(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE)) return false;
-    unsigned xcr0_low, xcr0_high;
-    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-    return (xcr0_low & 6u) == 6u;
+    return (c & bit_F16C) && (c & bit_AVX) && OsSavesAvx();
   }();
   return has;
+}
+
+// The CPU has AVX2, and the OS saves the AVX registers.
+bool HasAvx2() {
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & bit_AVX2) && OsSavesAvx();
+  }();
+  return has;
+}
+
+void EncodeBfloat16Best(absl::Span<const float> in, char* out) {
+  if (HasAvx2()) {
+    EncodeBfloat16Avx2(in, out);
+  } else {
+    EncodeBfloat16(in, out);
+  }
+}
+
+void DecodeBfloat16Best(absl::string_view in, float* out) {
+  if (HasAvx2()) {
+    DecodeBfloat16Avx2(in, out);
+  } else {
+    Decode16<Bfloat16ToFloat>(in, out);
+  }
 }
 
 void EncodeHalf(absl::Span<const float> in, char* out) {
@@ -239,17 +317,34 @@ void EncodeHalf(absl::Span<const float> in, char* out) {
 void DecodeHalf(absl::string_view in, float* out) {
   Decode16<HalfToFloat>(in, out);
 }
-void EncodeBfloat16(absl::Span<const float> in, char* out) {
+void EncodeBfloat16Best(absl::Span<const float> in, char* out) {
   Encode16<FloatToBfloat16>(in, out);
+}
+void DecodeBfloat16Best(absl::string_view in, float* out) {
+  Decode16<Bfloat16ToFloat>(in, out);
 }
 #endif
 
+// Whether every whole 16-bit element of `in` is finite (exponent not all
+// ones), in blocks of kFiniteBlock so gcc -O2 vectorizes the inner loop (a
+// loop over the whole span stayed scalar: 2.3% of the main job's CPU with
+// bfloat16 values, twice the float32 scan's share for half the bytes).
 template <uint16_t kExponentMask>
 bool AllFinite16(absl::string_view in) {
+  const char* p = in.data();
   const size_t n = in.size() / 2;
+  size_t i = 0;
   uint32_t bad = 0;
-  for (size_t i = 0; i < n; ++i) {
-    bad |= (Load16(in.data() + 2 * i) & kExponentMask) == kExponentMask;
+  for (; i + kFiniteBlock <= n; i += kFiniteBlock) {
+    uint16_t block[kFiniteBlock];
+    std::memcpy(block, p + 2 * i, sizeof(block));
+    for (size_t j = 0; j < kFiniteBlock; ++j) {
+      bad |= (block[j] & kExponentMask) == kExponentMask ? 1u : 0u;
+    }
+    if (bad != 0) return false;
+  }
+  for (; i < n; ++i) {
+    bad |= (Load16(p + 2 * i) & kExponentMask) == kExponentMask ? 1u : 0u;
   }
   return bad == 0;
 }
@@ -262,7 +357,7 @@ constexpr ValueTypeInfo kTypes[] = {
      &EncodeHalf, &DecodeHalf, &AllFinite16<0x7c00u>},
     {ValueType::kBfloat16, "bfloat16",
      "bfloat16 (2 bytes; float32's range, 8-bit significand)", 2,
-     &EncodeBfloat16, &Decode16<Bfloat16ToFloat>,
+     &EncodeBfloat16Best, &DecodeBfloat16Best,
      &AllFinite16<0x7f80u>},
 };
 
@@ -292,29 +387,59 @@ std::vector<std::string> ValueTypeNames() {
   return names;
 }
 
-bool AllFinite(ValueType type, const PiecewiseBytes& bytes) {
-  const ValueTypeInfo& info = InfoOf(type);
-  if (bytes.is_flat()) return info.all_finite(bytes.flat());
-  // Whole elements inside each piece are scanned in place; an element split
-  // across pieces is joined in `carry` first.
+namespace {
+
+// Calls visit(run, first) for consecutive runs of whole elements of
+// `elem_bytes` covering `bytes` in order (`first`: the run's first element
+// index): each piece's whole elements in place, an element split across
+// pieces joined in a small buffer first. Stops early when visit returns
+// false; returns whether it never did.
+template <typename Visit>
+bool ForEachElementRun(const PiecewiseBytes& bytes, size_t elem_bytes,
+                       Visit visit) {
+  if (bytes.is_flat()) return visit(bytes.flat(), size_t{0});
   char carry[8];
   size_t carried = 0;
+  size_t first = 0;  // elements visited so far
   for (absl::string_view piece : bytes.pieces()) {
     if (carried > 0) {
-      const size_t take = std::min(info.bytes - carried, piece.size());
+      const size_t take = std::min(elem_bytes - carried, piece.size());
       std::memcpy(carry + carried, piece.data(), take);
       carried += take;
       piece.remove_prefix(take);
-      if (carried < info.bytes) continue;
-      if (!info.all_finite(absl::string_view(carry, info.bytes))) return false;
+      if (carried < elem_bytes) continue;
+      if (!visit(absl::string_view(carry, elem_bytes), first)) return false;
+      ++first;
       carried = 0;
     }
-    const size_t whole = piece.size() / info.bytes * info.bytes;
-    if (!info.all_finite(piece.substr(0, whole))) return false;
-    carried = piece.size() - whole;
-    std::memcpy(carry, piece.data() + whole, carried);
+    const size_t whole = piece.size() / elem_bytes;
+    if (whole > 0 && !visit(piece.substr(0, whole * elem_bytes), first)) {
+      return false;
+    }
+    first += whole;
+    carried = piece.size() - whole * elem_bytes;
+    std::memcpy(carry, piece.data() + whole * elem_bytes, carried);
   }
   return true;
+}
+
+}  // namespace
+
+bool AllFinite(ValueType type, const PiecewiseBytes& bytes) {
+  const ValueTypeInfo& info = InfoOf(type);
+  return ForEachElementRun(bytes, info.bytes,
+                           [&info](absl::string_view run, size_t) {
+                             return info.all_finite(run);
+                           });
+}
+
+void Decode(ValueType type, const PiecewiseBytes& bytes, float* out) {
+  const ValueTypeInfo& info = InfoOf(type);
+  ForEachElementRun(bytes, info.bytes,
+                    [&info, out](absl::string_view run, size_t first) {
+                      info.decode(run, out + first);
+                      return true;
+                    });
 }
 
 int64_t FirstNonFinite(ValueType type, absl::string_view bytes) {

@@ -49,6 +49,9 @@ std::vector<std::string> ValueTypeNames();
 // Whether every element of `bytes` (of `type`, possibly spread over pieces
 // at any split) is finite.
 bool AllFinite(ValueType type, const PiecewiseBytes& bytes);
+// Decodes the bytes.size() / bytes-per-element elements of `bytes` (of
+// `type`, possibly spread over pieces at any split) into out, in order.
+void Decode(ValueType type, const PiecewiseBytes& bytes, float* out);
 // Index of the first non-finite element of contiguous `bytes`, or -1.
 int64_t FirstNonFinite(ValueType type, absl::string_view bytes);
 

@@ -174,5 +174,60 @@ TEST(ValueTypeTest, FinitenessScanFindsNanAndInfAcrossPieces) {
   }
 }
 
+// The scans work in blocks of 64 elements with an early exit per block: a
+// bad element anywhere (first, inside a block, at a block's end, in the
+// tail after the last whole block) and of either kind is found.
+TEST(ValueTypeTest, FinitenessScanFindsABadElementAtEveryPosition) {
+  const float kBad[] = {std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN()};
+  for (const ValueTypeInfo& info : AllValueTypes()) {
+    std::vector<float> v(64 * 3 + 5, -2.5f);
+    std::string bytes(v.size() * info.bytes, '\0');
+    for (size_t at = 0; at < v.size(); ++at) {
+      for (float bad : kBad) {
+        v[at] = bad;
+        info.encode(v, bytes.data());
+        ASSERT_FALSE(info.all_finite(bytes)) << info.name << " at " << at;
+        v[at] = -2.5f;
+      }
+    }
+    info.encode(v, bytes.data());
+    EXPECT_TRUE(info.all_finite(bytes)) << info.name;
+    // The largest finite value of the type is finite (bfloat16's is
+    // 0x7f7f: float32's max itself rounds up to Inf there).
+    v[100] = info.type == ValueType::kFloat16    ? 65504.0f
+             : info.type == ValueType::kBfloat16 ? 3.38953139e38f
+                                                 : std::numeric_limits<float>::max();
+    info.encode(v, bytes.data());
+    EXPECT_TRUE(info.all_finite(bytes)) << info.name;
+  }
+}
+
+// Decoding values spread over pieces (split anywhere, inside elements too)
+// gives what decoding them contiguous gives.
+TEST(ValueTypeTest, DecodeAcrossPiecesMatchesContiguousDecode) {
+  for (const ValueTypeInfo& info : AllValueTypes()) {
+    std::vector<float> v(300);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.37f * i - 41.0f;
+    std::string bytes(v.size() * info.bytes, '\0');
+    info.encode(v, bytes.data());
+    std::vector<float> want(v.size());
+    info.decode(bytes, want.data());
+    for (size_t piece_bytes : {1, 3, 5, 64, 1000}) {
+      std::vector<absl::string_view> pieces;
+      for (size_t at = 0; at < bytes.size(); at += piece_bytes) {
+        pieces.push_back(absl::string_view(bytes).substr(at, piece_bytes));
+      }
+      std::vector<float> got(v.size(), 12345.0f);
+      Decode(info.type, PiecewiseBytes(pieces), got.data());
+      ASSERT_EQ(got, want) << info.name << " pieces of " << piece_bytes;
+    }
+    std::vector<float> flat(v.size());
+    Decode(info.type, PiecewiseBytes(bytes), flat.data());
+    EXPECT_EQ(flat, want) << info.name;
+  }
+}
+
 }  // namespace
 }  // namespace ps
