@@ -28,6 +28,7 @@ other (worker/ps_trainer.h): the parameters come down the busiest link, the
 gradients go up it, and the pull, the push and the Clock() each cost at least
 a round trip. wire_bytes is the busiest link's payload per direction per
 phase: max(a worker's whole table, W x a server's share) = 4 x 235146 B here
+with float32 values (2 bytes a value with a half-precision value_type)
 (the table splits evenly over the servers, common/partition.h); goodput is
 the rate x 1448 / 1514 (TCP payload per Ethernet frame at MTU 1500 with
 timestamps; tbf counts the 14-byte header). The links idle between the
@@ -73,6 +74,8 @@ ROUND_TRIPS_PER_STEP = 3  # pull, push, Clock()
 START_TIMEOUT_S = 30
 RUN_TIMEOUT_S = 900
 
+VALUE_BYTES = {'float32': 4, 'float16': 2, 'bfloat16': 2}
+
 DONE = re.compile(r'DONE worker=\d+ .* samples_per_s=([\d.]+) .*'
                   r'compute_ms_per_step=([\d.]+)')
 FINAL = re.compile(r'FINAL worker=0 steps=\d+ test_accuracy=([\d.]+)')
@@ -94,8 +97,10 @@ def write_config(net, source, epochs, path):
 def wire_bytes(config):
     """The busiest link's payload per direction per phase (module doc)."""
     (table,) = [t for t in config['tables'] if t['kind'] == 'dense']
-    table_bytes = 4 * table['size']
-    share = -(-table['size'] // len(SERVERS)) * 4  # the largest shard
+    # Bytes per value on the wire: the table's value_type (float32 default).
+    value_bytes = VALUE_BYTES[table.get('value_type', 'float32')]
+    table_bytes = value_bytes * table['size']
+    share = -(-table['size'] // len(SERVERS)) * value_bytes  # the largest shard
     return max(table_bytes, len(WORKERS) * share)
 
 
