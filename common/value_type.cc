@@ -174,7 +174,7 @@ __attribute__((target("avx,f16c"))) void DecodeHalfF16c(absl::string_view in,
 // FloatToBfloat16, 8 values at a time with SSE2 (every x86-64 CPU): gcc
 // -O2 leaves the scalar loop unvectorized (0.79 ns per value; 0.25-0.65
 // here, depending on where the buffers fall).
-void EncodeBfloat16(absl::Span<const float> in, char* out) {
+void EncodeBfloat16Sse2(absl::Span<const float> in, char* out) {
   const __m128i lsb = _mm_set1_epi32(1);
   const __m128i bias = _mm_set1_epi32(0x7fff);
   const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
@@ -203,7 +203,7 @@ void EncodeBfloat16(absl::Span<const float> in, char* out) {
 }
 
 // Eight floats as bfloat16, each in the low 16 bits of its 32-bit lane
-// (0..0xffff): the same integer steps as EncodeBfloat16's SSE2 loop.
+// (0..0xffff): the same integer steps as EncodeBfloat16Sse2.
 __attribute__((target("avx2"))) inline __m256i Bfloat16Lanes(const float* p) {
   const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(p));
   const __m256i rounded = _mm256_srli_epi32(
@@ -232,7 +232,7 @@ __attribute__((target("avx2"))) void EncodeBfloat16Avx2(
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
                         _mm256_permute4x64_epi64(packed, 0xd8));
   }
-  EncodeBfloat16(in.subspan(i), out + 2 * i);
+  EncodeBfloat16Sse2(in.subspan(i), out + 2 * i);
 }
 
 __attribute__((target("avx2"))) void DecodeBfloat16Avx2(absl::string_view in,
@@ -279,15 +279,15 @@ bool HasAvx2() {
   return has;
 }
 
-void EncodeBfloat16Best(absl::Span<const float> in, char* out) {
+void EncodeBfloat16(absl::Span<const float> in, char* out) {
   if (HasAvx2()) {
     EncodeBfloat16Avx2(in, out);
   } else {
-    EncodeBfloat16(in, out);
+    EncodeBfloat16Sse2(in, out);
   }
 }
 
-void DecodeBfloat16Best(absl::string_view in, float* out) {
+void DecodeBfloat16(absl::string_view in, float* out) {
   if (HasAvx2()) {
     DecodeBfloat16Avx2(in, out);
   } else {
@@ -317,10 +317,10 @@ void EncodeHalf(absl::Span<const float> in, char* out) {
 void DecodeHalf(absl::string_view in, float* out) {
   Decode16<HalfToFloat>(in, out);
 }
-void EncodeBfloat16Best(absl::Span<const float> in, char* out) {
+void EncodeBfloat16(absl::Span<const float> in, char* out) {
   Encode16<FloatToBfloat16>(in, out);
 }
-void DecodeBfloat16Best(absl::string_view in, float* out) {
+void DecodeBfloat16(absl::string_view in, float* out) {
   Decode16<Bfloat16ToFloat>(in, out);
 }
 #endif
@@ -357,7 +357,7 @@ constexpr ValueTypeInfo kTypes[] = {
      &EncodeHalf, &DecodeHalf, &AllFinite16<0x7c00u>},
     {ValueType::kBfloat16, "bfloat16",
      "bfloat16 (2 bytes; float32's range, 8-bit significand)", 2,
-     &EncodeBfloat16Best, &DecodeBfloat16Best,
+     &EncodeBfloat16, &DecodeBfloat16,
      &AllFinite16<0x7f80u>},
 };
 
