@@ -217,6 +217,7 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
 
   const uint32_t num_shards = static_cast<uint32_t>(num_servers());
   const ValueTypeInfo& wire = InfoOf(table->value_type);
+  const bool float32 = table->value_type == ValueType::kFloat32;
   auto plan = std::make_shared<const SparsePlan>(PlanSparse(
       keys, dim, num_shards, options_.client.chunk_bytes,
       [num_shards](uint64_t key) { return SparseShardOf(key, num_shards); },
@@ -237,41 +238,56 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
     request.set_first_chunk(part.first_chunk);
     request.set_value_type(static_cast<proto::ValueType>(table->value_type));
     request.set_keys(EncodeRaw<uint64_t>(plan->RequestKeys(part)));
+    const size_t values = part.num_keys * dim;
+    // Pushed rows are summed (duplicate keys) in float32 and, for another
+    // type, encoded, into buffers of the request's own (not zero-filled
+    // first) that are sent without a further copy. Pulled rows are copied by
+    // the connection into such a buffer (a size mismatch is INTERNAL) and
+    // scattered (decoded first for another type) to the caller's positions.
+    std::shared_ptr<char[]> payload;
     if (IsPush(op)) {
-      // Duplicate keys' rows are summed in float32, then encoded.
-      AppendSummedRows(*plan, part, grads, dim, request.mutable_values());
-      if (table->value_type != ValueType::kFloat32) {
-        const std::string summed = std::move(*request.mutable_values());
-        request.mutable_values()->resize(summed.size() / sizeof(float) *
-                                         wire.bytes);
-        wire.encode(ViewRaw<float>(summed), request.mutable_values()->data());
+      if (float32) {
+        payload.reset(new char[values * sizeof(float)]);
+        SumRows(*plan, part, grads, dim, reinterpret_cast<float*>(payload.get()));
+      } else {
+        std::unique_ptr<float[]> summed(new float[values]);
+        SumRows(*plan, part, grads, dim, summed.get());
+        payload.reset(new char[values * wire.bytes]);
+        wire.encode(absl::MakeConstSpan(summed.get(), values), payload.get());
       }
     }
-    const std::string* address = &connections_[part.shard]->address();
-    connections_[part.shard]->Send(std::move(request),
-         [joiner, plan, r, op, dim, out, address, &wire](
-             const absl::Status& status, proto::DataResponse* response) {
-           absl::Status result = status;
-           if (result.ok() && IsPull(op)) {
-             const SparsePlan::Request& part = plan->requests[r];
-             const size_t bytes = part.num_keys * dim * wire.bytes;
-             if (response->values().size() != bytes) {
-               result = absl::InternalError(absl::StrCat(
-                   "server ", *address, " returned ",
-                   response->values().size(), " bytes for ", part.num_keys,
-                   " rows of dim ", dim));
-             } else if (wire.type == ValueType::kFloat32) {
-               ScatterRows(*plan, part, ViewRaw<float>(response->values()),
-                           dim, out);
-             } else {
-               std::vector<float> rows(part.num_keys * dim);
-               wire.decode(response->values(), rows.data());
-               ScatterRows(*plan, part, rows, dim, out);
-             }
-           }
-           joiner.Done(static_cast<int>(plan->requests[r].shard), result,
-                       response);
-         });
+    std::shared_ptr<char[]> received;
+    if (IsPull(op)) received.reset(new char[values * wire.bytes]);
+    const absl::Span<char> dst =
+        IsPull(op) ? absl::Span<char>(received.get(), values * wire.bytes)
+                   : absl::Span<char>();
+    auto done = [joiner, plan, r, op, dim, out, received, values, &wire](
+                    const absl::Status& status, proto::DataResponse* response) {
+      if (status.ok() && IsPull(op)) {
+        const SparsePlan::Request& part = plan->requests[r];
+        if (wire.type == ValueType::kFloat32) {
+          ScatterRows(*plan, part,
+                      absl::MakeConstSpan(
+                          reinterpret_cast<const float*>(received.get()), values),
+                      dim, out);
+        } else {
+          std::unique_ptr<float[]> rows(new float[values]);
+          wire.decode(absl::string_view(received.get(), values * wire.bytes),
+                      rows.get());
+          ScatterRows(*plan, part, absl::MakeConstSpan(rows.get(), values), dim,
+                      out);
+        }
+      }
+      joiner.Done(static_cast<int>(plan->requests[r].shard), status, response);
+    };
+    if (payload != nullptr) {
+      const absl::string_view bytes(
+          payload.get(), values * wire.bytes);
+      connections_[part.shard]->SendWithPayload(
+          std::move(request), bytes, std::move(payload), dst, std::move(done));
+    } else {
+      connections_[part.shard]->Send(std::move(request), dst, std::move(done));
+    }
   }
   return promise.future();
 }

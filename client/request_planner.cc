@@ -107,13 +107,10 @@ SparsePlan PlanSparseWithShards(absl::Span<const uint64_t> keys,
   return plan;
 }
 
-void AppendSummedRows(const SparsePlan& plan, const SparsePlan::Request& r,
-                      absl::Span<const float> grads, uint32_t dim,
-                      std::string* out) {
+void SumRows(const SparsePlan& plan, const SparsePlan::Request& r,
+             absl::Span<const float> grads, uint32_t dim, float* out) {
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  const size_t start = out->size();
-  out->resize(start + r.num_keys * row_bytes);
-  char* dst = &(*out)[start];
+  char* dst = reinterpret_cast<char*>(out);
   std::vector<float> sum(dim);
   for (uint64_t u = r.first_unique; u < r.first_unique + r.num_keys; ++u) {
     const uint64_t begin = plan.position_begin[u];

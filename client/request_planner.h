@@ -85,10 +85,9 @@ SparsePlan PlanSparse(absl::Span<const uint64_t> keys, uint32_t dim,
 // The summed gradient rows of `plan`'s request `r`, in request key order:
 // for each unique key, the sum of the rows of `grads` (keys.size() * dim
 // floats in caller order) at its positions, summed in increasing position
-// order. Appended to `out` as raw float bytes.
-void AppendSummedRows(const SparsePlan& plan, const SparsePlan::Request& r,
-                      absl::Span<const float> grads, uint32_t dim,
-                      std::string* out);
+// order. Written to out[0, r.num_keys * dim) (every element of it).
+void SumRows(const SparsePlan& plan, const SparsePlan::Request& r,
+             absl::Span<const float> grads, uint32_t dim, float* out);
 
 // Copies the rows `values` (r.num_keys * dim floats, request key order) to
 // every caller position of each key in `out` (keys.size() * dim floats).

@@ -6,6 +6,7 @@
 //   bazel run -c opt //tests/bench:sparse_bench -- [--configs 1x1,2x2]
 //       [--dims 16,64] [--batches 1000,10000,100000]
 //       [--spaces 1000000,100000000] [--seconds 2] [--quick]
+//       [--value_type float32|float16|bfloat16]
 //   bazel run -c opt //tests/bench:sparse_bench -- --lifecycle_rounds 15
 //
 // --lifecycle_rounds R (instead of the cells): what the row lifecycle costs
@@ -28,6 +29,8 @@
 // those keys with no network and no protocol: an absl::flat_hash_map
 // <uint64, uint32> lookup per id and a memcpy of its row (pull) or an axpy
 // into it (push), over the same batches. ratio = keys/s / ceiling.
+// --value_type: the tables' wire value type (their rows stay float32 on
+// the server); the client encodes pushes and decodes pulls.
 // Machine-dependent; compare runs of one quiet machine.
 //
 // Prints a table, then one JSON object on a line.
@@ -60,6 +63,8 @@ ABSL_FLAG(std::string, spaces, "1000000,100000000", "distinct ids drawn from");
 ABSL_FLAG(double, seconds, 2.0, "timed seconds per cell and op");
 ABSL_FLAG(int, lifecycle_rounds, 0,
           "> 0: measure the lifecycle rules' cost end to end instead");
+ABSL_FLAG(std::string, value_type, "float32",
+          "the tables' wire value type: float32, float16 or bfloat16");
 ABSL_FLAG(bool, quick, false,
           "smoke run: 1x1, dim 16, batches 1000 and 10000, 1M ids, 0.3 s");
 
@@ -165,7 +170,8 @@ std::vector<Cell> RunConfig(int servers, int workers,
                    "client: {rpc_timeout_ms: 120000}\ntables:\n";
   for (uint64_t dim : dims) {
     absl::StrAppend(&spec.body_yaml, "  - {name: emb", dim,
-                    ", kind: sparse, dim: ", dim,
+                    ", kind: sparse, dim: ", dim, ", value_type: ",
+                    absl::GetFlag(FLAGS_value_type),
                     ", optimizer: {type: sgd, learning_rate: 0.01}}\n");
   }
   absl::StatusOr<std::unique_ptr<testing::LocalCluster>> cluster =
@@ -388,7 +394,9 @@ int main(int argc, char** argv) {
         c.ceiling, c.keys_per_s / c.ceiling));
   }
   std::printf("{\"ceiling\":\"in-process absl::flat_hash_map lookup + row "
-              "memcpy (pull) / axpy (push), one thread\",\"cells\":[%s]}\n",
+              "memcpy (pull) / axpy (push), one thread\",\"value_type\":"
+              "\"%s\",\"cells\":[%s]}\n",
+              absl::GetFlag(FLAGS_value_type).c_str(),
               absl::StrJoin(items, ",").c_str());
   return 0;
 }
