@@ -439,8 +439,8 @@ void ServerConnection::OnResponse(Stream* stream,
   if (status.ok() && !entry->values_into.empty() && !delivered) {
     status = absl::InternalError(absl::StrCat(
         "server ", CurrentAddress(), " returned ", response->values().size(),
-        " bytes for a pull of ", entry->values_into.size() / sizeof(float),
-        " floats"));
+        " bytes of values for a pull of ", entry->values_into.size(),
+        " bytes"));
   }
   entry->done(status, response);
 }

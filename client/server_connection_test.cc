@@ -136,6 +136,30 @@ TEST(ServerConnectionTest, ServerErrorsArriveAsStatusesAndStreamSurvives) {
   EXPECT_EQ(fake->streams(), 1);
 }
 
+// Values that do not fill the caller's buffer exactly (a server of another
+// table size or value type) are not delivered: INTERNAL naming the server
+// and both sizes, the buffer untouched, the stream still serving.
+TEST(ServerConnectionTest, PullOfAnotherSizeThanItsBufferIsInternal) {
+  auto fake = FakeParameterServer::Start(FakeOptions());
+  ASSERT_NE(fake, nullptr);
+  auto conn = Connect(fake->address());
+  std::vector<char> buffer(6, 'x');  // 3 bfloat16 values; the server sends 2 floats
+  Promise p;
+  conn->Send(Pull(10, 2), absl::MakeSpan(buffer),
+             [state = p.state](const absl::Status& s, proto::DataResponse*) {
+               state->Complete(s);
+             });
+  const absl::Status status = p.future().Wait();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(status.message(),
+            absl::StrCat("server ", fake->address(),
+                         " returned 8 bytes of values for a pull of 6 bytes"));
+  EXPECT_EQ(buffer, std::vector<char>(6, 'x'));
+  std::vector<float> v;
+  EXPECT_TRUE(SendAsync(conn.get(), Pull(10, 2), &v).Wait().ok());
+  EXPECT_EQ(v, (std::vector<float>{5.0f, 5.5f}));
+}
+
 TEST(ServerConnectionTest, BearerTokenOnEveryCall) {
   FakeParameterServer::Options o = FakeOptions();
   o.auth_token = "s3cret";
