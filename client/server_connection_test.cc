@@ -1,8 +1,10 @@
 #include "client/server_connection.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/testing/fake_parameter_server.h"
 #include "client/future.h"
