@@ -306,6 +306,12 @@ def test_close_removes_everything_and_kills_processes_left_inside(network):
     assert len(run_leftovers(run_id)) == 5  # namespaces a, b and switch, route, lock
     inodes = [os.stat(f"/run/netns/{n}").st_ino
               for n in (net.netns("a"), net.netns("b"), net.switch_netns)]
+    # The sleeper enters its namespace a moment after popen returns (`ip
+    # netns exec` joins it, then execs): wait for it (a CI run once looked
+    # too early and found nobody).
+    deadline = time.monotonic() + 5
+    while not netns._pids_in(inodes) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert len(netns._pids_in(inodes)) == 1  # the sleeper
     net.close()
     assert run_leftovers(run_id) == []
