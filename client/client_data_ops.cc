@@ -156,7 +156,7 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
     // from it without a further copy.
     std::shared_ptr<char[]> encoded;
     if (IsPush(op) && !float32) {
-      encoded.reset(new char[chunk.length * wire.bytes]);
+      encoded = UninitializedArray<char>(chunk.length * wire.bytes);
       wire.encode(grads.subspan(at, chunk.length), encoded.get());
       payload = absl::string_view(encoded.get(), chunk.length * wire.bytes);
     } else if (!zero_copy) {
@@ -173,7 +173,7 @@ Future ClientImpl::DenseOp(proto::Op op, uint32_t table_id, uint64_t offset,
       dst = absl::Span<char>(reinterpret_cast<char*>(out.data() + at),
                              chunk.length * sizeof(float));
     } else if (IsPull(op)) {
-      received.reset(new char[chunk.length * wire.bytes]);
+      received = UninitializedArray<char>(chunk.length * wire.bytes);
       dst = absl::Span<char>(received.get(), chunk.length * wire.bytes);
       decode_into = out.subspan(at, chunk.length);
     }
@@ -247,17 +247,17 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
     std::shared_ptr<char[]> payload;
     if (IsPush(op)) {
       if (float32) {
-        payload.reset(new char[values * sizeof(float)]);
+        payload = UninitializedArray<char>(values * sizeof(float));
         SumRows(*plan, part, grads, dim, reinterpret_cast<float*>(payload.get()));
       } else {
-        std::unique_ptr<float[]> summed(new float[values]);
+        std::unique_ptr<float[]> summed = UninitializedArray<float>(values);
         SumRows(*plan, part, grads, dim, summed.get());
-        payload.reset(new char[values * wire.bytes]);
+        payload = UninitializedArray<char>(values * wire.bytes);
         wire.encode(absl::MakeConstSpan(summed.get(), values), payload.get());
       }
     }
     std::shared_ptr<char[]> received;
-    if (IsPull(op)) received.reset(new char[values * wire.bytes]);
+    if (IsPull(op)) received = UninitializedArray<char>(values * wire.bytes);
     const absl::Span<char> dst =
         IsPull(op) ? absl::Span<char>(received.get(), values * wire.bytes)
                    : absl::Span<char>();
@@ -271,7 +271,7 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
                           reinterpret_cast<const float*>(received.get()), values),
                       dim, out);
         } else {
-          std::unique_ptr<float[]> rows(new float[values]);
+          std::unique_ptr<float[]> rows = UninitializedArray<float>(values);
           wire.decode(absl::string_view(received.get(), values * wire.bytes),
                       rows.get());
           ScatterRows(*plan, part, absl::MakeConstSpan(rows.get(), values), dim,

@@ -45,14 +45,6 @@ absl::Span<float> ResizeFloats(std::string* out, uint64_t n) {
   return absl::Span<float>(reinterpret_cast<float*>(out->data()), n);
 }
 
-// Floats that are overwritten entirely before they are read: allocated
-// without the zero-fill of std::vector::resize (a pass over every byte,
-// which with the join it replaced made a bfloat16 push cost more server CPU
-// than a float32 one of twice the bytes).
-std::unique_ptr<float[]> UninitializedFloats(uint64_t n) {
-  return std::unique_ptr<float[]>(new float[n]);
-}
-
 // The buffers behind GradientFloats' span.
 struct GradientScratch {
   std::vector<float> joined;         // float32 values spread over slices
@@ -67,7 +59,7 @@ absl::Span<const float> GradientFloats(const PiecewiseBytes& values,
                                        GradientScratch* scratch) {
   if (type == ValueType::kFloat32) return View<float>(values, &scratch->joined);
   const uint64_t n = values.size() / InfoOf(type).bytes;
-  scratch->decoded = UninitializedFloats(n);
+  scratch->decoded = UninitializedArray<float>(n);
   Decode(type, values, scratch->decoded.get());
   return absl::MakeConstSpan(scratch->decoded.get(), n);
 }
@@ -453,7 +445,7 @@ absl::Status ShardTable::PullLocked(const DataRequestView& request,
   if (config_.value_type == ValueType::kFloat32) {
     values = ResizeFloats(out, n);
   } else {
-    scratch = UninitializedFloats(n);
+    scratch = UninitializedArray<float>(n);
     values = absl::MakeSpan(scratch.get(), n);
   }
   if (dense) {
