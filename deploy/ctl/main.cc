@@ -13,6 +13,7 @@
 //          [--with_state]
 //   ps_ctl plan --config FILE [--rows NAME=IDS,...] [--memory_budget_bytes N]
 //          [--json]
+//   ps_ctl clear-replication --config FILE [--timeout_ms MS]
 //
 // With --config the servers, TLS settings, bearer token and tables come from
 // the cluster config (the handshake checks the servers against its tables);
@@ -23,13 +24,16 @@
 // prints the reference of every config key as Markdown
 // (deploy/CONFIG_REFERENCE.md); export writes a sparse table's rows to an
 // embedding export file (deploy/ctl/export_table.h); plan prints the
-// memory the config's tables take per server (deploy/ctl/plan.h). See
-// deploy/ctl/README.md.
+// memory the config's tables take per server (deploy/ctl/plan.h);
+// clear-replication deletes a replicated cluster's keys in etcd once none of
+// its servers runs (deploy/ctl/replication_status.h), so that a new run under
+// the same cluster id can elect primaries. See deploy/ctl/README.md.
 //
 // Exit status: 0 OK; 1 a server unreachable / not serving or an RPC failed
 // (each error names the server's address), or render-k8s --check found a
 // stale overlay, or a file could not be written, or (plan) the tables do not
-// fit the budget; 2 bad command line, config or token.
+// fit the budget, or (clear-replication) a server of the cluster still runs
+// or etcd did not answer; 2 bad command line, config or token.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -48,6 +52,7 @@
 #include "deploy/ctl/inject_token.h"
 #include "deploy/ctl/plan.h"
 #include "deploy/ctl/render_k8s.h"
+#include "deploy/ctl/replication_status.h"
 #include "server/replication/keys.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config YAML file");
@@ -104,7 +109,8 @@ constexpr char kUsage[] =
     "  or: ps_ctl (--config FILE | --servers HOST:PORT,...) export --table "
     "NAME --out FILE [--with_state]\n"
     "  or: ps_ctl plan --config FILE [--rows NAME=IDS,...] "
-    "[--memory_budget_bytes N] [--json]";
+    "[--memory_budget_bytes N] [--json]\n"
+    "  or: ps_ctl clear-replication --config FILE [--timeout_ms MS]";
 
 int Usage(const std::string& message) {
   std::cerr << "ps_ctl: " << message << "\nusage: " << kUsage << "\n";
@@ -184,6 +190,40 @@ int Plan() {
   return checked && !plan->fits() ? ps::ctl::kExitError : ps::ctl::kExitOk;
 }
 
+int ClearReplication() {
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) return Usage("clear-replication needs --config");
+  absl::StatusOr<ps::ClusterConfig> config = ps::LoadClusterConfig(config_path);
+  if (!config.ok()) return Usage(std::string(config.status().message()));
+  if (config->replication.factor <= 1) {
+    return Usage(absl::StrCat(
+        "clear-replication: ", config_path,
+        " does not replicate (replication.factor is 1), so it keeps nothing "
+        "in etcd"));
+  }
+  const int64_t timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+  if (timeout_ms <= 0) return Usage("--timeout_ms must be > 0");
+  const std::string cluster_id = ps::replication::ClusterIdOf(*config);
+  const std::vector<std::string>& endpoints =
+      config->replication.etcd_endpoints;
+  absl::StatusOr<ps::ctl::ClearedReplication> cleared =
+      ps::ctl::ClearReplication(endpoints, config->replication.etcd_tls,
+                                cluster_id, config->servers.size(),
+                                absl::Milliseconds(timeout_ms));
+  if (!cleared.ok()) return Fail(cleared.status());
+  std::cout << "deleted " << cleared->deleted_keys << " keys under "
+            << ps::replication::ClusterKeyPrefix(cluster_id) << " at etcd "
+            << absl::StrJoin(endpoints, ",")
+            << "; no server of the cluster was running\n";
+  for (const ps::ctl::ShardReplication& shard : cleared->shards) {
+    std::cout << "  shard " << shard.shard << ": in_sync was ["
+              << absl::StrJoin(shard.in_sync, ",") << "]\n";
+  }
+  std::cout << "The servers' next start elects a first primary per shard, "
+               "with the tables as the config initializes them.\n";
+  return ps::ctl::kExitOk;
+}
+
 int Export(const ps::ClientOptions& client) {
   ps::ctl::ExportOptions options;
   options.client = client;
@@ -225,7 +265,8 @@ int main(int argc, char** argv) {
   if (positional.size() != 2) {
     return Usage(
         "expected exactly one command: status, stats, checkpoint, export, "
-        "plan, render-k8s, inject-token or config-reference");
+        "plan, render-k8s, inject-token, clear-replication or "
+        "config-reference");
   }
   if (std::string(positional[1]) == "config-reference") {
     std::cout << ps::ctl::RenderConfigReference();
@@ -234,6 +275,9 @@ int main(int argc, char** argv) {
   if (std::string(positional[1]) == "render-k8s") return RenderK8s();
   if (std::string(positional[1]) == "inject-token") return InjectToken();
   if (std::string(positional[1]) == "plan") return Plan();
+  if (std::string(positional[1]) == "clear-replication") {
+    return ClearReplication();
+  }
   ps::ctl::CtlOptions options;
   options.command = positional[1];
   options.json = absl::GetFlag(FLAGS_json);

@@ -12,11 +12,11 @@
 #include "server/replication/keys.h"
 
 namespace ps::ctl {
+namespace {
 
-absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
+absl::StatusOr<std::unique_ptr<replication::EtcdClient>> ConnectEtcd(
     const std::vector<std::string>& etcd_endpoints,
-    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
-    uint32_t num_shards, absl::Duration timeout) {
+    const EtcdTlsConfig& etcd_tls, absl::Duration timeout) {
   replication::EtcdClientOptions options;
   options.endpoints = etcd_endpoints;
   options.call_timeout = timeout;
@@ -24,34 +24,120 @@ absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
       replication::EtcdCredentials(etcd_tls);
   if (!credentials.ok()) return credentials.status();
   options.credentials = *std::move(credentials);
+  return replication::EtcdClient::Create(options);
+}
+
+absl::Status Unavailable(const std::vector<std::string>& etcd_endpoints,
+                         const absl::Status& why) {
+  return absl::UnavailableError(
+      absl::StrCat("etcd ", absl::StrJoin(etcd_endpoints, ","),
+                   " (replication state): ", why.message()));
+}
+
+// One shard's primary and in_sync set; `contenders` gets the address of
+// every replica in its election (the running ones, the primary first).
+absl::StatusOr<ShardReplication> ReadShard(
+    const replication::EtcdClient& etcd, const std::string& cluster_id,
+    uint32_t shard, absl::Duration timeout,
+    std::vector<std::string>* contenders) {
+  ShardReplication out;
+  out.shard = shard;
+  // The election's own reading of who leads (lowest create revision).
+  replication::ElectionView view(
+      &etcd, replication::PrimaryElectionPrefix(cluster_id, shard));
+  absl::StatusOr<replication::ElectionSnapshot> election = view.WaitFor(
+      [](const replication::ElectionSnapshot& s) { return s.synced; },
+      timeout);
+  if (!election.ok()) return election.status();
+  if (election->leader.has_value()) {
+    out.primary = election->leader->value;
+    out.term = election->leader->create_revision;
+  }
+  for (const auto& [revision, candidate] : election->candidates) {
+    contenders->push_back(candidate.value);
+  }
+  absl::StatusOr<std::optional<std::vector<std::string>>> in_sync =
+      replication::ReadInSync(etcd, cluster_id, shard);
+  if (!in_sync.ok()) return in_sync.status();
+  if (in_sync->has_value()) out.in_sync = **in_sync;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
+    const std::vector<std::string>& etcd_endpoints,
+    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
+    uint32_t num_shards, absl::Duration timeout) {
   absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
-      replication::EtcdClient::Create(options);
+      ConnectEtcd(etcd_endpoints, etcd_tls, timeout);
   if (!etcd.ok()) return etcd.status();
-  auto unavailable = [&](const absl::Status& why) {
-    return absl::UnavailableError(
-        absl::StrCat("etcd ", absl::StrJoin(etcd_endpoints, ","),
-                     " (replication state): ", why.message()));
-  };
-  std::vector<ShardReplication> shards(num_shards);
+  std::vector<ShardReplication> shards;
   for (uint32_t i = 0; i < num_shards; ++i) {
-    shards[i].shard = i;
-    // The election's own reading of who leads (lowest create revision).
-    replication::ElectionView view(
-        etcd->get(), replication::PrimaryElectionPrefix(cluster_id, i));
-    absl::StatusOr<replication::ElectionSnapshot> election = view.WaitFor(
-        [](const replication::ElectionSnapshot& s) { return s.synced; },
-        timeout);
-    if (!election.ok()) return unavailable(election.status());
-    if (election->leader.has_value()) {
-      shards[i].primary = election->leader->value;
-      shards[i].term = election->leader->create_revision;
-    }
-    absl::StatusOr<std::optional<std::vector<std::string>>> in_sync =
-        replication::ReadInSync(**etcd, cluster_id, i);
-    if (!in_sync.ok()) return unavailable(in_sync.status());
-    if (in_sync->has_value()) shards[i].in_sync = **in_sync;
+    std::vector<std::string> contenders;
+    absl::StatusOr<ShardReplication> shard =
+        ReadShard(**etcd, cluster_id, i, timeout, &contenders);
+    if (!shard.ok()) return Unavailable(etcd_endpoints, shard.status());
+    shards.push_back(*std::move(shard));
   }
   return shards;
+}
+
+absl::StatusOr<ClearedReplication> ClearReplication(
+    const std::vector<std::string>& etcd_endpoints,
+    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
+    uint32_t num_shards, absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
+      ConnectEtcd(etcd_endpoints, etcd_tls, timeout);
+  if (!etcd.ok()) return etcd.status();
+  ClearedReplication out;
+  std::vector<std::string> running;
+  etcdserverpb::TxnRequest txn;
+  for (uint32_t i = 0; i < num_shards; ++i) {
+    std::vector<std::string> contenders;
+    absl::StatusOr<ShardReplication> shard =
+        ReadShard(**etcd, cluster_id, i, timeout, &contenders);
+    if (!shard.ok()) return Unavailable(etcd_endpoints, shard.status());
+    if (!contenders.empty()) {
+      running.push_back(absl::StrCat("shard ", i, ": ",
+                                     absl::StrJoin(contenders, ", ")));
+    }
+    out.shards.push_back(*std::move(shard));
+    // Nobody in the shard's election: for an empty range etcd compares a
+    // zero key, whose create revision is 0.
+    const std::string election =
+        replication::PrimaryElectionPrefix(cluster_id, i);
+    etcdserverpb::Compare* nobody = txn.add_compare();
+    nobody->set_key(election);
+    nobody->set_range_end(replication::PrefixRangeEnd(election));
+    nobody->set_target(etcdserverpb::Compare::CREATE);
+    nobody->set_result(etcdserverpb::Compare::EQUAL);
+    nobody->set_create_revision(0);
+  }
+  const std::string stop_first =
+      "stop every server of the cluster first (a stopped server's election "
+      "key goes with its lease, within replication.lease_ttl_s)";
+  if (!running.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replicas of cluster '", cluster_id, "' are running (",
+        absl::StrJoin(running, "; "), "); nothing was deleted: ", stop_first));
+  }
+  const std::string prefix = replication::ClusterKeyPrefix(cluster_id);
+  etcdserverpb::DeleteRangeRequest* clear =
+      txn.add_success()->mutable_request_delete_range();
+  clear->set_key(prefix);
+  clear->set_range_end(replication::PrefixRangeEnd(prefix));
+  absl::StatusOr<etcdserverpb::TxnResponse> response = (*etcd)->Txn(txn);
+  if (!response.ok()) return Unavailable(etcd_endpoints, response.status());
+  if (!response->succeeded()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a replica of cluster '", cluster_id,
+        "' started while its keys were being cleared; nothing was deleted: ",
+        stop_first));
+  }
+  out.deleted_keys =
+      response->responses(0).response_delete_range().deleted();
+  return out;
 }
 
 }  // namespace ps::ctl

@@ -64,7 +64,10 @@ absl::StatusOr<ElectionSnapshot> ElectionView::WaitFor(
         "election ", prefix_, ": condition not reached after ",
         absl::FormatDuration(timeout), "; leader ", DescribeLeader(snapshot_.leader),
         " at revision ", snapshot_.revision,
-        snapshot_.synced ? "" : absl::StrCat(", not synced: ", snapshot_.error.ToString())));
+        snapshot_.synced ? ""
+        : snapshot_.error.ok()
+            ? ", not synced: etcd has not answered yet"
+            : absl::StrCat(", not synced: ", snapshot_.error.ToString())));
   }
   return snapshot_;
 }

@@ -231,7 +231,11 @@ void ReplicaNode::TryActivate(int64_t term) {
           absl::StrJoin(ids, ","),
           "]: its state may lack acknowledged pushes. If every replica of "
           "the shard was restarted (a new run against the same etcd), that "
-          "set is stale: remove it (etcdctl --endpoints=",
+          "set is stale: stop every server of the cluster, clear its keys "
+          "(ps_ctl clear-replication --config ",
+          config_.source_path.empty() ? "<the cluster's config>"
+                                      : config_.source_path,
+          ", or etcdctl --endpoints=",
           absl::StrJoin(config_.replication.etcd_endpoints, ","), " del ",
           key, ") or use a new replication.cluster_id, then restart"));
       return;

@@ -40,6 +40,7 @@
 #include "common/config.h"
 #include "common/status_macros.h"
 #include "deploy/ctl/ctl.h"
+#include "deploy/ctl/replication_status.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
@@ -1069,9 +1070,11 @@ TEST(ReplicatedShardTest, PrimaryKilledDuringStateTransferLosesNothing) {
 
 // A whole shard restarted against the same etcd finds the in_sync set of
 // the earlier run: the elected replica is not in it, so it may lack
-// acknowledged pushes and fences itself, saying how to clear the stale set;
-// once cleared, a new replica becomes primary.
-TEST(ReplicatedShardTest, StaleInSyncSetFencesAndSaysHowToClearIt) {
+// acknowledged pushes and fences itself, saying how to clear the stale set.
+// `ps_ctl clear-replication` (ClearReplication) clears it once no replica
+// runs, and then a new replica becomes primary; while one runs it refuses
+// and deletes nothing.
+TEST(ReplicatedShardTest, StaleInSyncSetFencesAndPsCtlClearsIt) {
   ReplicatedShard shard;
   ASSERT_TRUE(shard.Start("stale_set").ok());
   ASSERT_TRUE(shard.SetInSync("127.0.0.1:1,127.0.0.1:2").ok());
@@ -1087,16 +1090,47 @@ TEST(ReplicatedShardTest, StaleInSyncSetFencesAndSaysHowToClearIt) {
                      "127.0.0.1:2]"),
             std::string::npos)
       << log;
+  EXPECT_NE(log.find(absl::StrCat("ps_ctl clear-replication --config ",
+                                  shard.config().source_path)),
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("etcdctl --endpoints="), std::string::npos) << log;
   EXPECT_NE(log.find(" del /ps/stale_set/"), std::string::npos) << log;
 
-  ASSERT_TRUE(shard.SetInSync("").ok());
-  ASSERT_TRUE(shard.replica(*a)->Signal(SIGKILL).ok());
+  const std::vector<std::string>& etcd =
+      shard.config().replication.etcd_endpoints;
+  auto clear = [&] {
+    return ctl::ClearReplication(etcd, EtcdTlsConfig(), "stale_set",
+                                 /*num_shards=*/1, absl::Seconds(5));
+  };
+  // The fenced replica resigns from the election as it exits.
+  absl::StatusOr<ctl::ClearedReplication> cleared = clear();
+  while (!cleared.ok() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+    cleared = clear();
+  }
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_GE(cleared->deleted_keys, 1);
+  ASSERT_EQ(cleared->shards.size(), 1u);
+  EXPECT_EQ(cleared->shards[0].primary, "");
+  EXPECT_EQ(cleared->shards[0].in_sync,
+            (std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
+  EXPECT_TRUE(shard.InSync().empty());
+
   absl::StatusOr<int> b = shard.AddReplica();
   ASSERT_TRUE(b.ok()) << b.status();
   const absl::Status primary = shard.WaitFor(
       shard.address(*b), {shard.address(*b)}, absl::Seconds(10));
-  EXPECT_TRUE(primary.ok()) << primary << "\n" << shard.Log(*b);
+  ASSERT_TRUE(primary.ok()) << primary << "\n" << shard.Log(*b);
+
+  cleared = clear();
+  EXPECT_EQ(cleared.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(
+      cleared.status().message(),
+      absl::StrCat("replicas of cluster 'stale_set' are running (shard 0: ",
+                   shard.address(*b), "); nothing was deleted")))
+      << cleared.status();
+  EXPECT_EQ(shard.InSync(), std::vector<std::string>{shard.address(*b)});
 }
 
 // Supervisors (ps_launch, Kubernetes) restart a crashed replica on the same
