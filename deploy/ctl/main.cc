@@ -5,8 +5,8 @@
 //          status | stats | checkpoint
 //   ps_ctl render-k8s --config BASE/cluster.yaml --num_servers N
 //          --num_workers M --device cpu|cuda --image NAME:TAG
-//          [--namespace NS] [--worker_command WORD,...] --out DIR
-//          [--check]
+//          [--namespace NS] [--worker_command WORD,...]
+//          [--replication_factor R] --out DIR [--check]
 //   ps_ctl inject-token --config FILE --token_file FILE --out FILE
 //   ps_ctl config-reference
 //   ps_ctl (--config FILE | --servers ...) export --table NAME --out FILE
@@ -69,6 +69,9 @@ ABSL_FLAG(std::string, auth_token, "",
 // render-k8s and inject-token.
 ABSL_FLAG(int, num_servers, 0, "render-k8s: number of servers (shards)");
 ABSL_FLAG(int, num_workers, 0, "render-k8s: number of workers");
+ABSL_FLAG(int, replication_factor, 0,
+          "render-k8s: replicas per shard (2..16) for a replicated "
+          "description; 0 = its replication.factor");
 ABSL_FLAG(std::string, device, "", "render-k8s: cpu or cuda");
 ABSL_FLAG(std::string, image, "",
           "render-k8s: the image, NAME:TAG or NAME@sha256:DIGEST");
@@ -103,7 +106,8 @@ constexpr char kUsage[] =
     "status|stats|checkpoint\n"
     "  or: ps_ctl render-k8s --config BASE/cluster.yaml --num_servers N "
     "--num_workers M --device cpu|cuda --image NAME:TAG [--namespace NS] "
-    "[--worker_command WORD,...] --out DIR [--check]\n"
+    "[--worker_command WORD,...] [--replication_factor R] --out DIR "
+    "[--check]\n"
     "  or: ps_ctl inject-token --config FILE --token_file FILE --out FILE\n"
     "  or: ps_ctl config-reference\n"
     "  or: ps_ctl (--config FILE | --servers HOST:PORT,...) export --table "
@@ -129,6 +133,7 @@ int RenderK8s() {
   options.config_path = absl::GetFlag(FLAGS_config);
   options.num_servers = absl::GetFlag(FLAGS_num_servers);
   options.num_workers = absl::GetFlag(FLAGS_num_workers);
+  options.replication_factor = absl::GetFlag(FLAGS_replication_factor);
   options.device = absl::GetFlag(FLAGS_device);
   options.image = absl::GetFlag(FLAGS_image);
   options.name_space = absl::GetFlag(FLAGS_namespace);

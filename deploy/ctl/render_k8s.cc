@@ -34,12 +34,19 @@ constexpr char kConfigMap[] = "ps-config";
 constexpr char kImagePlaceholder[] = "ps-image";
 constexpr int kGrpcPort = 50051;
 constexpr char kGpuComponent[] = "components/gpu";  // beside the base
-// Replicated shards: the component with the rank-1 StatefulSet, and the
+// Replicated shards: the component with the rank-1 StatefulSet, the
+// kustomization every further rank's StatefulSet starts from, and the
 // example etcd (a headless Service ps-etcd on port 2379).
 constexpr char kReplicatedComponent[] = "components/replicated";
+constexpr char kReplicaBase[] = "components/replicated/replica";
 constexpr char kEtcdComponent[] = "components/etcd";
 constexpr char kReplicaStatefulSetSuffix[] = "-r";  // ps-server-r1, ...
-constexpr int kMaxReplicationFactor = 2;  // StatefulSets in the component
+// Ranks below this come with the component; the overlay adds the others.
+constexpr int kComponentReplicas = 2;
+// The pod label that tells the ranks' StatefulSets apart.
+constexpr char kRankLabel[] = "parameter-server/replica-rank";
+// The config parser's bound on replication.factor.
+constexpr int kMaxReplicationFactor = 16;
 constexpr char kEtcdService[] = "ps-etcd";
 constexpr int kEtcdClientPort = 2379;
 // etcd's smallest lease with its default election timeout (1 s): 1.5
@@ -60,6 +67,14 @@ absl::Status CheckOptions(const RenderOptions& o) {
     return Invalid("--out (the overlay directory) is required");
   if (o.num_servers < 1) return Invalid("--num_servers must be >= 1");
   if (o.num_workers < 1) return Invalid("--num_workers must be >= 1");
+  if (o.replication_factor < 0 || o.replication_factor == 1 ||
+      o.replication_factor > kMaxReplicationFactor) {
+    return Invalid(absl::StrCat(
+        "--replication_factor ", o.replication_factor, ": allowed: 2 to ",
+        kMaxReplicationFactor,
+        " (0: the description's replication.factor; for 1, render a "
+        "description without replication)"));
+  }
   if (o.device != "cpu" && o.device != "cuda") {
     return Invalid(
         absl::StrCat("--device '", o.device, "': allowed: cpu, cuda"));
@@ -173,6 +188,12 @@ std::vector<std::string> ServerAddresses(const RenderOptions& o) {
   return servers;
 }
 
+// The StatefulSet of replica rank `rank` (ps-server, ps-server-r1, ...).
+std::string ReplicaStatefulSet(int rank) {
+  return rank == 0 ? kStatefulSet
+                   : absl::StrCat(kStatefulSet, kReplicaStatefulSetSuffix, rank);
+}
+
 // What the description says about replication, as the overlay uses it.
 struct Replication {
   int factor = 1;
@@ -186,17 +207,19 @@ absl::StatusOr<Replication> ReplicationOf(const RenderOptions& o,
                                           const ClusterConfig& config) {
   Replication r;
   r.factor = config.replication.factor;
-  if (r.factor <= 1) return r;
-  if (r.factor > kMaxReplicationFactor) {
-    return Invalid(absl::StrCat(
-        o.config_path, ": replication.factor ", r.factor,
-        ": the manifests run at most ", kMaxReplicationFactor,
-        " replicas per shard (", kReplicatedComponent,
-        " has the StatefulSets ", kStatefulSet, " and ", kStatefulSet,
-        kReplicaStatefulSetSuffix,
-        "1); set replication.factor: 2, or add a StatefulSet per further "
-        "replica rank to that component"));
+  if (o.replication_factor > 0) {
+    // The description decides whether shards are replicated (the parser
+    // checks what replication rules out); the flag only picks R.
+    if (r.factor <= 1) {
+      return Invalid(absl::StrCat(
+          "--replication_factor ", o.replication_factor, ": ",
+          o.config_path,
+          " does not replicate (replication.factor is 1); render a replicated "
+          "description (e.g. deploy/k8s/base/cluster-replicated.yaml)"));
+    }
+    r.factor = o.replication_factor;
   }
+  if (r.factor <= 1) return r;
   r.bundled_etcd = config.replication.etcd_endpoints.empty();
   if (r.bundled_etcd && config.replication.lease_ttl_s < kEtcdMinLeaseTtlS) {
     return Invalid(absl::StrCat(
@@ -226,6 +249,7 @@ absl::StatusOr<std::string> RenderConfig(const RenderOptions& o,
   root["training"]["device"] = o.device;
   if (replication.factor > 1) {
     YAML::Node section = root["replication"];
+    if (o.replication_factor > 0) section["factor"] = replication.factor;
     if (replication.bundled_etcd) {
       section["etcd_endpoints"] = std::vector<std::string>{absl::StrCat(
           kEtcdService, ".", o.name_space,
@@ -274,8 +298,8 @@ std::string ReplicationNote(const Replication& replication) {
   if (replication.factor <= 1) return "";
   std::string sets = kStatefulSet;
   for (int rank = 1; rank < replication.factor; ++rank) {
-    absl::StrAppend(&sets, " and ", kStatefulSet, kReplicaStatefulSetSuffix,
-                    rank);
+    absl::StrAppend(&sets, rank + 1 < replication.factor ? ", " : " and ",
+                    ReplicaStatefulSet(rank));
   }
   return absl::StrCat(
       "\n# Replication factor ", replication.factor, ": pod i of ", sets,
@@ -320,24 +344,91 @@ std::string QuotedScalar(const std::string& value) {
   return out.c_str();
 }
 
-// With replication: a patch giving the completion hook the rendered config's
-// etcd (its first endpoint, https with the config's replication.etcd_tls
-// files when that is enabled, as the servers reach it) and the cluster's key
-// prefix, so that once the servers are gone it deletes their in_sync sets,
-// which the next run's replicas would otherwise refuse to serve against.
-// Also for an etcd outside the manifests: the hook may reach it, and when it
-// cannot it says so and exits 1, leaving the keys as they would be without
-// it. "" without replication.
+// The overlay's directory for the StatefulSet of a rank the component does
+// not bring (rank >= kComponentReplicas).
+std::string ReplicaDirectory(int rank) {
+  return absl::StrCat("replica-", rank);
+}
+
+// Its kustomization: what the component's replica-1/ is for rank 1.
+std::string RenderReplicaKustomization(const RenderOptions& o, int rank) {
+  const fs::path base = fs::path(o.config_path).parent_path();
+  const fs::path directory = fs::path(o.out_dir) / ReplicaDirectory(rank);
+  const std::string label = absl::StrCat(kRankLabel, ": \"", rank, "\"\n");
+  return absl::StrCat(
+      "# Generated by `ps_ctl render-k8s` with ../", kKustomizationFile,
+      "; do not edit.\n# Replica rank ", rank,
+      " of every shard: the StatefulSet of ", kReplicaBase, ",\n# named ",
+      ReplicaStatefulSet(rank), ", its selector and pods labelled with rank ",
+      rank, " (what\n# ", kReplicatedComponent,
+      "/replica-1 does for rank 1).\n"
+      "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+      "kind: Kustomization\n\n"
+      "resources:\n  - ",
+      RelativePath(base.parent_path() / kReplicaBase, directory),
+      "\n\nnameSuffix: ", kReplicaStatefulSetSuffix, rank,
+      "\n\n"
+      "patches:\n"
+      "  - target:\n"
+      "      kind: StatefulSet\n"
+      "    patch: |-\n"
+      "      apiVersion: apps/v1\n"
+      "      kind: StatefulSet\n"
+      "      metadata:\n"
+      "        name: ",
+      kStatefulSet,
+      "\n"
+      "        labels:\n"
+      "          ",
+      label,
+      "      spec:\n"
+      "        selector:\n"
+      "          matchLabels:\n"
+      "            ",
+      label,
+      "        template:\n"
+      "          metadata:\n"
+      "            labels:\n"
+      "              ",
+      label);
+}
+
+// With replication: a patch giving the completion hook the StatefulSets of
+// the ranks the component does not bring (it scales every rank to zero), the
+// rendered config's etcd (its first endpoint, https with the config's
+// replication.etcd_tls files when that is enabled, as the servers reach it)
+// and the cluster's key prefix, so that once the servers are gone it deletes
+// their in_sync sets, which the next run's replicas would otherwise refuse
+// to serve against. Also for an etcd outside the manifests: the hook may
+// reach it, and when it cannot it says so and exits 1, leaving the keys as
+// they would be without it. With ranks beyond the component's, also the
+// patch letting the hook's Role scale and read their StatefulSets. ""
+// without replication.
 std::string CompletionHookPatch(const Replication& replication,
                                 const ClusterConfig& rendered) {
   if (replication.factor <= 1) return "";
   const std::string prefix =
       replication::ClusterKeyPrefix(replication::ClusterIdOf(rendered));
   const EtcdTlsConfig& tls = rendered.replication.etcd_tls;
-  std::vector<std::string> args = {
-      absl::StrCat("--etcd=", tls.enabled ? "https://" : "http://",
-                   rendered.replication.etcd_endpoints.front()),
-      absl::StrCat("--etcd_prefix=", prefix)};
+  std::vector<std::string> args;
+  std::string role_patch;
+  for (int rank = kComponentReplicas; rank < replication.factor; ++rank) {
+    args.push_back(absl::StrCat("--statefulset=", ReplicaStatefulSet(rank)));
+    // Rule 1 (the base's) scales the named StatefulSets; rule 2 (the
+    // component's) reads them.
+    for (int rule : {1, 2}) {
+      absl::StrAppend(&role_patch,
+                      "      - op: add\n"
+                      "        path: /rules/",
+                      rule,
+                      "/resourceNames/-\n"
+                      "        value: ",
+                      ReplicaStatefulSet(rank), "\n");
+    }
+  }
+  args.push_back(absl::StrCat("--etcd=", tls.enabled ? "https://" : "http://",
+                              rendered.replication.etcd_endpoints.front()));
+  args.push_back(absl::StrCat("--etcd_prefix=", prefix));
   if (tls.enabled) {
     args.push_back(absl::StrCat("--etcd_ca_file=", tls.ca_file));
     if (!tls.cert_file.empty()) {
@@ -353,8 +444,14 @@ std::string CompletionHookPatch(const Replication& replication,
                     "        value: ",
                     QuotedScalar(arg), "\n");
   }
-  return absl::StrCat("  - target:\n      kind: Job\n      name: ",
-                      kCompletionHookJob, "\n    patch: |-\n", patch);
+  std::string patches = absl::StrCat("  - target:\n      kind: Job\n      name: ",
+                                     kCompletionHookJob, "\n    patch: |-\n",
+                                     patch);
+  if (!role_patch.empty()) {
+    absl::StrAppend(&patches, "  - target:\n      kind: Role\n      name: ",
+                    kCompletionHookJob, "\n    patch: |-\n", role_patch);
+  }
+  return patches;
 }
 
 // With --worker_command: the JSON-patch operation that replaces the worker
@@ -383,6 +480,9 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
       "kind: Kustomization\n\n"
       "resources:\n  - ",
       RelativePath(base, o.out_dir), "\n");
+  for (int rank = kComponentReplicas; rank < replication.factor; ++rank) {
+    absl::StrAppend(&k, "  - ", ReplicaDirectory(rank), "\n");
+  }
   std::vector<const char*> components;
   if (o.device == "cuda") components.push_back(kGpuComponent);
   if (replication.factor > 1) components.push_back(kReplicatedComponent);
@@ -396,8 +496,7 @@ std::string RenderKustomization(const RenderOptions& o, const ImageRef& image,
   // Every replica rank's StatefulSet has one pod per shard.
   std::string replicas;
   for (int rank = 0; rank < replication.factor; ++rank) {
-    absl::StrAppend(&replicas, "  - name: ", kStatefulSet,
-                    rank == 0 ? "" : absl::StrCat(kReplicaStatefulSetSuffix, rank),
+    absl::StrAppend(&replicas, "  - name: ", ReplicaStatefulSet(rank),
                     "\n    count: ", o.num_servers, "\n");
   }
   absl::StrAppend(&k, "\nnamespace: ", o.name_space, "\n\n",
@@ -457,6 +556,9 @@ std::string RenderCommandLine(const RenderOptions& o) {
       " --num_servers=", o.num_servers, " --num_workers=", o.num_workers,
       " --device=", ShellWord(o.device), " --image=", ShellWord(o.image),
       " --namespace=", ShellWord(o.name_space),
+      o.replication_factor > 0
+          ? absl::StrCat(" --replication_factor=", o.replication_factor)
+          : "",
       o.worker_command.empty()
           ? ""
           : absl::StrCat(" --worker_command=",
@@ -504,6 +606,11 @@ absl::StatusOr<Rendering> Render(const RenderOptions& options) {
   rendering.files[kConfigFile] = *config;
   rendering.files[kKustomizationFile] =
       RenderKustomization(options, *image, *replication, *parsed, *footprint);
+  for (int rank = kComponentReplicas; rank < replication->factor; ++rank) {
+    rendering.files[absl::StrCat(ReplicaDirectory(rank), "/",
+                                 kKustomizationFile)] =
+        RenderReplicaKustomization(options, rank);
+  }
   rendering.largest = footprint->Largest();
   return rendering;
 }
@@ -528,8 +635,14 @@ absl::Status WriteOverlay(const RenderOptions& options, std::string* summary) {
   }
   std::vector<std::string> written;
   for (const auto& [name, content] : rendering->files) {
-    const std::string path =
-        (fs::path(options.out_dir) / name).generic_string();
+    const fs::path file = fs::path(options.out_dir) / name;
+    fs::create_directories(file.parent_path(), error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("cannot create '",
+                                              file.parent_path().generic_string(),
+                                              "': ", error.message()));
+    }
+    const std::string path = file.generic_string();
     if (absl::Status s = WriteFileAtomically(path, content, 0644); !s.ok())
       return s;
     written.push_back(path);

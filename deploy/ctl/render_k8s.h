@@ -4,7 +4,7 @@
 // The description is the base's cluster.yaml (deploy/k8s/base/cluster.yaml:
 // tables, optimizer, training, server and client settings) plus this
 // command's flags (sizes, device, image, namespace). The output directory
-// gets two generated files:
+// gets two generated files (more with R >= 3 replicas, below):
 //
 //   cluster.yaml        the description with cluster.servers set to the
 //                       StatefulSet's pod DNS names
@@ -23,10 +23,15 @@
 //                       the pod's JOB_COMPLETION_INDEX).
 //                       Its header holds the command that made it.
 //
-// Replicated shards: the description's replication.factor R (1 or 2) decides.
-// With R = 2 the kustomization adds the replicated component (the second
-// server StatefulSet ps-server-r1, anti-affinity, policies) and replicas N for
-// both StatefulSets; when the description names no etcd
+// Replicated shards: the description's replication.factor R decides (or
+// --replication_factor, for a replicated description). With R >= 2 the
+// kustomization adds the replicated component (the second server
+// StatefulSet ps-server-r1, anti-affinity, policies) and replicas N for
+// every rank's StatefulSet; for R >= 3 the overlay also gets
+// replica-<r>/kustomization.yaml per further rank r (StatefulSet
+// ps-server-r<r>, from components/replicated/replica), lists them as
+// resources and gives the completion hook (and its Role) their StatefulSets
+// too; when the description names no etcd
 // (replication.etcd_endpoints), it adds the example etcd component and
 // cluster.yaml gets ps-etcd.<namespace>.svc.cluster.local:2379; an empty
 // replication.cluster_id becomes the namespace. The completion hook gets
@@ -71,6 +76,10 @@ struct RenderOptions {
   // (/opt/ps/bin/ps_worker). No empty words, none with a comma (the flag
   // separates words with commas).
   std::vector<std::string> worker_command;
+  // Replicas per shard, 2..16, in place of the description's
+  // replication.factor (which must be above 1: the description decides
+  // whether shards are replicated); 0 keeps the description's.
+  int replication_factor = 0;
 };
 
 // The command line that renders `options` (relative paths kept as given), as
@@ -80,7 +89,8 @@ std::string RenderCommandLine(const RenderOptions& options);
 // The overlay's files, file name -> content. INVALID_ARGUMENT for a bad
 // option, a description that is not a valid config (the parser's
 // file:line:column message) or a replication the manifests cannot run
-// (factor > 2; a lease TTL under the example etcd's minimum); NOT_FOUND when
+// (a lease TTL under the example etcd's minimum; --replication_factor for a
+// description without replication); NOT_FOUND when
 // it cannot be read.
 absl::StatusOr<std::map<std::string, std::string>> RenderOverlay(
     const RenderOptions& options);

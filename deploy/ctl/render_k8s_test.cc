@@ -272,10 +272,10 @@ constexpr char kReplicated[] =
 std::vector<std::string> HookArgsAdded(const YAML::Node& kustomization) {
   std::vector<std::string> args;
   for (const YAML::Node& patch : kustomization["patches"]) {
-    if (patch["target"]["name"].as<std::string>() != "ps-completion-hook") {
+    if (patch["target"]["name"].as<std::string>() != "ps-completion-hook" ||
+        patch["target"]["kind"].as<std::string>() != "Job") {
       continue;
     }
-    EXPECT_EQ(patch["target"]["kind"].as<std::string>(), "Job");
     for (const YAML::Node& op : YAML::Load(patch["patch"].as<std::string>())) {
       EXPECT_EQ(op["op"].as<std::string>(), "add");
       EXPECT_EQ(op["path"].as<std::string>(),
@@ -420,18 +420,105 @@ TEST_F(RenderK8sTest, ReplicationTheManifestsCannotRunIsRefusedWithTheFix) {
   EXPECT_TRUE(absl::StrContains(message, "remove server.checkpoint_dir"))
       << message;
 
-  std::string three = kReplicated;
-  three.replace(three.find("factor: 2"), 9, "factor: 3");
-  message = error_for(three);
-  EXPECT_TRUE(absl::StrContains(message, "replication.factor 3")) << message;
-  EXPECT_TRUE(absl::StrContains(message, "set replication.factor: 2"))
-      << message;
-
   std::string short_lease = kReplicated;
   short_lease.replace(short_lease.find("lease_ttl_s: 3"), 14, "lease_ttl_s: 1");
   message = error_for(short_lease);
   EXPECT_TRUE(absl::StrContains(message, "set replication.lease_ttl_s: 2 or more"))
       << message;
+}
+
+// Ranks beyond the component's (R >= 3): one directory per rank with its
+// StatefulSet, listed as a resource, with its replicas, and the completion
+// hook scales (and its Role may scale and read) every rank's StatefulSet.
+// --replication_factor picks R for a replicated description only.
+TEST_F(RenderK8sTest, FactorFourAddsADirectoryPerFurtherRankAndTellsTheHook) {
+  std::ofstream(options_.config_path) << kReplicated;
+  options_.replication_factor = 4;
+  absl::StatusOr<std::map<std::string, std::string>> files =
+      RenderOverlay(options_);
+  ASSERT_TRUE(files.ok()) << files.status();
+  std::vector<std::string> names;
+  for (const auto& [name, content] : *files) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "cluster.yaml", "kustomization.yaml",
+                       "replica-2/kustomization.yaml",
+                       "replica-3/kustomization.yaml"}));
+  absl::StatusOr<ClusterConfig> config =
+      ParseClusterConfig(files->at("cluster.yaml"), "out.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->replication.factor, 4);
+
+  const YAML::Node k = YAML::Load(files->at("kustomization.yaml"));
+  EXPECT_EQ(k["resources"].as<std::vector<std::string>>(),
+            (std::vector<std::string>{"../../base", "replica-2", "replica-3"}));
+  ASSERT_EQ(k["replicas"].size(), 4u);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(k["replicas"][rank]["name"].as<std::string>(),
+              rank == 0 ? "ps-server" : absl::StrCat("ps-server-r", rank));
+    EXPECT_EQ(k["replicas"][rank]["count"].as<int>(), 3);
+  }
+  EXPECT_EQ(HookArgsAdded(k),
+            (std::vector<std::string>{
+                "--statefulset=ps-server-r2", "--statefulset=ps-server-r3",
+                "--etcd=http://ps-etcd.train.svc.cluster.local:2379",
+                "--etcd_prefix=/ps/train/"}));
+  std::vector<std::string> role_ops;
+  for (const YAML::Node& patch : k["patches"]) {
+    if (patch["target"]["kind"].as<std::string>() != "Role") continue;
+    EXPECT_EQ(patch["target"]["name"].as<std::string>(), "ps-completion-hook");
+    for (const YAML::Node& op : YAML::Load(patch["patch"].as<std::string>())) {
+      role_ops.push_back(absl::StrCat(op["op"].as<std::string>(), " ",
+                                      op["path"].as<std::string>(), " ",
+                                      op["value"].as<std::string>()));
+    }
+  }
+  EXPECT_EQ(role_ops, (std::vector<std::string>{
+                          "add /rules/1/resourceNames/- ps-server-r2",
+                          "add /rules/2/resourceNames/- ps-server-r2",
+                          "add /rules/1/resourceNames/- ps-server-r3",
+                          "add /rules/2/resourceNames/- ps-server-r3"}));
+
+  const YAML::Node rank3 = YAML::Load(files->at("replica-3/kustomization.yaml"));
+  EXPECT_EQ(rank3["resources"].as<std::vector<std::string>>(),
+            (std::vector<std::string>{
+                "../../../components/replicated/replica"}));
+  EXPECT_EQ(rank3["nameSuffix"].as<std::string>(), "-r3");
+  const YAML::Node set = YAML::Load(rank3["patches"][0]["patch"].as<std::string>());
+  EXPECT_EQ(set["metadata"]["name"].as<std::string>(), "ps-server");
+  for (const YAML::Node& labels :
+       {set["metadata"]["labels"], set["spec"]["selector"]["matchLabels"],
+        set["spec"]["template"]["metadata"]["labels"]}) {
+    EXPECT_EQ(labels["parameter-server/replica-rank"].as<std::string>(), "3");
+  }
+  EXPECT_TRUE(absl::StrContains(RenderCommandLine(options_),
+                                " --replication_factor=4 "));
+
+  // Written into their directories, and checked.
+  std::string summary;
+  ASSERT_TRUE(WriteOverlay(options_, &summary).ok());
+  EXPECT_TRUE(CheckOverlay(options_).ok());
+  std::ofstream(fs::path(options_.out_dir) / "replica-3" / "kustomization.yaml")
+      << "changed";
+  const absl::Status stale = CheckOverlay(options_);
+  EXPECT_TRUE(absl::StrContains(stale.message(),
+                                "replica-3/kustomization.yaml differs"))
+      << stale;
+}
+
+TEST_F(RenderK8sTest, ReplicationFactorFlagNeedsAReplicatedDescription) {
+  options_.replication_factor = 3;  // kDescription does not replicate
+  absl::Status status = RenderOverlay(options_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(
+      status.message(), "does not replicate (replication.factor is 1)"))
+      << status;
+  for (int factor : {1, -1, 17}) {
+    options_.replication_factor = factor;
+    status = RenderOverlay(options_).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << factor;
+    EXPECT_TRUE(absl::StrContains(status.message(), "allowed: 2 to 16"))
+        << status;
+  }
 }
 
 }  // namespace
