@@ -328,7 +328,8 @@ const SectionSpec<ReplicationConfig>& ReplicationSection() {
     return new SectionSpec<R>{
         "replicated shards: R ps_server processes per shard (the same "
         "--index), one primary elected through etcd",
-        {IntKey<R>("factor", &R::factor, 1, 16, "an integer in [1, 16]",
+        {IntKey<R>("factor", &R::factor, 1, R::kMaxFactor,
+                   absl::StrCat("an integer in [1, ", R::kMaxFactor, "]"),
                    "replicas per shard (1 = no replication, no etcd)"),
          std::move(endpoints),
          SubsectionKey("etcd_tls", &EtcdTlsSection, &R::etcd_tls),

@@ -81,7 +81,8 @@ struct EtcdTlsConfig {
 };
 
 struct ReplicationConfig {
-  int factor = 1;                           // replicas per shard (R)
+  static constexpr int kMaxFactor = 16;
+  int factor = 1;                           // replicas per shard (R), <= kMaxFactor
   std::vector<std::string> etcd_endpoints;  // host:port; required when factor > 1
   EtcdTlsConfig etcd_tls;
   // A paused or cut-off primary is replaced about ttl + 0.5 s after its

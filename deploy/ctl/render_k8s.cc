@@ -45,8 +45,6 @@ constexpr char kReplicaStatefulSetSuffix[] = "-r";  // ps-server-r1, ...
 constexpr int kComponentReplicas = 2;
 // The pod label that tells the ranks' StatefulSets apart.
 constexpr char kRankLabel[] = "parameter-server/replica-rank";
-// The config parser's bound on replication.factor.
-constexpr int kMaxReplicationFactor = 16;
 constexpr char kEtcdService[] = "ps-etcd";
 constexpr int kEtcdClientPort = 2379;
 // etcd's smallest lease with its default election timeout (1 s): 1.5
@@ -68,10 +66,10 @@ absl::Status CheckOptions(const RenderOptions& o) {
   if (o.num_servers < 1) return Invalid("--num_servers must be >= 1");
   if (o.num_workers < 1) return Invalid("--num_workers must be >= 1");
   if (o.replication_factor < 0 || o.replication_factor == 1 ||
-      o.replication_factor > kMaxReplicationFactor) {
+      o.replication_factor > ReplicationConfig::kMaxFactor) {
     return Invalid(absl::StrCat(
         "--replication_factor ", o.replication_factor, ": allowed: 2 to ",
-        kMaxReplicationFactor,
+        ReplicationConfig::kMaxFactor,
         " (0: the description's replication.factor; for 1, render a "
         "description without replication)"));
   }
