@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "server/replication/election_view.h"
 #include "server/replication/etcd_client.h"
 #include "server/replication/in_sync.h"
@@ -63,46 +64,55 @@ absl::StatusOr<ShardReplication> ReadShard(
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
+// Shards [0, num_shards) as ReadShard reads them; contenders[i] for shard
+// i. Errors: UNAVAILABLE naming `etcd_endpoints`.
+absl::StatusOr<std::vector<ShardReplication>> ReadShards(
+    const replication::EtcdClient& etcd,
     const std::vector<std::string>& etcd_endpoints,
-    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
-    uint32_t num_shards, absl::Duration timeout) {
-  absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
-      ConnectEtcd(etcd_endpoints, etcd_tls, timeout);
-  if (!etcd.ok()) return etcd.status();
+    const std::string& cluster_id, uint32_t num_shards,
+    absl::Duration timeout,
+    std::vector<std::vector<std::string>>* contenders) {
   std::vector<ShardReplication> shards;
+  contenders->assign(num_shards, {});
   for (uint32_t i = 0; i < num_shards; ++i) {
-    std::vector<std::string> contenders;
     absl::StatusOr<ShardReplication> shard =
-        ReadShard(**etcd, cluster_id, i, timeout, &contenders);
+        ReadShard(etcd, cluster_id, i, timeout, &(*contenders)[i]);
     if (!shard.ok()) return Unavailable(etcd_endpoints, shard.status());
     shards.push_back(*std::move(shard));
   }
   return shards;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<ShardReplication>> ReadReplication(
+    const std::vector<std::string>& etcd_endpoints,
+    const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
+    uint32_t num_shards, absl::Duration timeout) {
+  ASSIGN_OR_RETURN(std::unique_ptr<replication::EtcdClient> etcd,
+                   ConnectEtcd(etcd_endpoints, etcd_tls, timeout));
+  std::vector<std::vector<std::string>> contenders;
+  return ReadShards(*etcd, etcd_endpoints, cluster_id, num_shards, timeout,
+                    &contenders);
+}
+
 absl::StatusOr<ClearedReplication> ClearReplication(
     const std::vector<std::string>& etcd_endpoints,
     const EtcdTlsConfig& etcd_tls, const std::string& cluster_id,
     uint32_t num_shards, absl::Duration timeout) {
-  absl::StatusOr<std::unique_ptr<replication::EtcdClient>> etcd =
-      ConnectEtcd(etcd_endpoints, etcd_tls, timeout);
-  if (!etcd.ok()) return etcd.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<replication::EtcdClient> etcd,
+                   ConnectEtcd(etcd_endpoints, etcd_tls, timeout));
+  std::vector<std::vector<std::string>> contenders;
   ClearedReplication out;
+  ASSIGN_OR_RETURN(out.shards, ReadShards(*etcd, etcd_endpoints, cluster_id,
+                                          num_shards, timeout, &contenders));
   std::vector<std::string> running;
   etcdserverpb::TxnRequest txn;
   for (uint32_t i = 0; i < num_shards; ++i) {
-    std::vector<std::string> contenders;
-    absl::StatusOr<ShardReplication> shard =
-        ReadShard(**etcd, cluster_id, i, timeout, &contenders);
-    if (!shard.ok()) return Unavailable(etcd_endpoints, shard.status());
-    if (!contenders.empty()) {
+    if (!contenders[i].empty()) {
       running.push_back(absl::StrCat("shard ", i, ": ",
-                                     absl::StrJoin(contenders, ", ")));
+                                     absl::StrJoin(contenders[i], ", ")));
     }
-    out.shards.push_back(*std::move(shard));
     // Nobody in the shard's election: for an empty range etcd compares a
     // zero key, whose create revision is 0.
     const std::string election =
@@ -127,7 +137,7 @@ absl::StatusOr<ClearedReplication> ClearReplication(
       txn.add_success()->mutable_request_delete_range();
   clear->set_key(prefix);
   clear->set_range_end(replication::PrefixRangeEnd(prefix));
-  absl::StatusOr<etcdserverpb::TxnResponse> response = (*etcd)->Txn(txn);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = etcd->Txn(txn);
   if (!response.ok()) return Unavailable(etcd_endpoints, response.status());
   if (!response->succeeded()) {
     return absl::FailedPreconditionError(absl::StrCat(
