@@ -25,6 +25,10 @@ namespace ps {
 // --help=SUBSTRING the matching ones. After printing any help (or
 // --version) the process exits with status 0.
 //
+// A list flag (std::vector<std::string>) given more than once keeps every
+// value, in order: `--set a=1 --set b=2` is `--set=a=1,b=2`. (Abseil itself
+// keeps only the last, so an earlier override was dropped without a word.)
+//
 // Returns the positional arguments, argv[0] first.
 std::vector<char*> ParseCommandLineWithHelp(
     int argc, char* argv[], absl::string_view usage,

@@ -68,7 +68,8 @@ ABSL_FLAG(int, staleness, -1, "ssp bound for every table; -1 = as configured");
 ABSL_FLAG(int, epochs, 0, "training.epochs; 0 = as in the config");
 ABSL_FLAG(std::vector<std::string>, set, {},
           "comma-separated dotted.path=value overrides of the YAML, e.g. "
-          "training.batch_size=32,tables.0.optimizer.learning_rate=0.1");
+          "training.batch_size=32,tables.0.optimizer.learning_rate=0.1; "
+          "may be repeated (every value counts)");
 ABSL_FLAG(std::string, out_dir, "",
           "directory for train_<timestamp>.csv/.gp/.png; default: out/ in "
           "the directory ps_launch was started from");
