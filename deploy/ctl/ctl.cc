@@ -73,9 +73,19 @@ std::vector<Probe> ProbeAll(const CtlOptions& options,
     if (i < replication.size()) {
       probes[i].address = replication[i].primary;
       if (replication[i].primary.empty()) {
+        // Between a primary's loss and the next election this is brief; a
+        // set left by a run whose servers all stopped stays.
+        const std::vector<std::string>& in_sync = replication[i].in_sync;
         probes[i].health = absl::UnavailableError(absl::StrCat(
             "no primary elected in etcd ",
-            absl::StrJoin(options.etcd_endpoints, ",")));
+            absl::StrJoin(options.etcd_endpoints, ","),
+            in_sync.empty()
+                ? std::string()
+                : absl::StrCat(
+                      "; in_sync is [", absl::StrJoin(in_sync, ","),
+                      "]: if every server of the cluster has stopped, that "
+                      "set is stale and `ps_ctl clear-replication` with the "
+                      "cluster's config clears it")));
         continue;
       }
     }

@@ -1097,6 +1097,26 @@ TEST(ReplicatedShardTest, StaleInSyncSetFencesAndPsCtlClearsIt) {
   EXPECT_NE(log.find("etcdctl --endpoints="), std::string::npos) << log;
   EXPECT_NE(log.find(" del /ps/stale_set/"), std::string::npos) << log;
 
+  // Once the fenced replica has resigned, `ps_ctl status` finds no primary
+  // and points at the stale set.
+  ctl::CtlOptions status;
+  status.command = "status";
+  status.client = ClientOptions::FromConfig(shard.config(), -1);
+  status.etcd_endpoints = shard.config().replication.etcd_endpoints;
+  status.cluster_id = "stale_set";
+  std::string status_err;
+  do {
+    std::ostringstream out, err;
+    EXPECT_EQ(ctl::RunCommand(status, out, err), ctl::kExitError);
+    status_err = err.str();
+  } while (!absl::StrContains(status_err, "no primary elected") &&
+           absl::Now() < deadline);
+  EXPECT_TRUE(absl::StrContains(
+      status_err, "in_sync is [127.0.0.1:1,127.0.0.1:2]: if every server of "
+                  "the cluster has stopped, that set is stale and `ps_ctl "
+                  "clear-replication`"))
+      << status_err;
+
   const std::vector<std::string>& etcd =
       shard.config().replication.etcd_endpoints;
   auto clear = [&] {
