@@ -261,11 +261,12 @@ Future ClientImpl::SparseOp(proto::Op op, uint32_t table_id,
     const absl::Span<char> dst =
         IsPull(op) ? absl::Span<char>(received.get(), values * wire.bytes)
                    : absl::Span<char>();
-    auto done = [joiner, plan, r, op, dim, out, received, values, &wire](
-                    const absl::Status& status, proto::DataResponse* response) {
+    auto done = [joiner, plan, r, op, dim, out, received, values, float32,
+                 &wire](const absl::Status& status,
+                        proto::DataResponse* response) {
       if (status.ok() && IsPull(op)) {
         const SparsePlan::Request& part = plan->requests[r];
-        if (wire.type == ValueType::kFloat32) {
+        if (float32) {
           ScatterRows(*plan, part,
                       absl::MakeConstSpan(
                           reinterpret_cast<const float*>(received.get()), values),

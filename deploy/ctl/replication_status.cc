@@ -15,16 +15,17 @@
 namespace ps::ctl {
 namespace {
 
+// A client of the etcd at `etcd_endpoints` as every process of the cluster
+// reaches it (etcd_options.h), with `timeout` per call.
 absl::StatusOr<std::unique_ptr<replication::EtcdClient>> ConnectEtcd(
     const std::vector<std::string>& etcd_endpoints,
     const EtcdTlsConfig& etcd_tls, absl::Duration timeout) {
-  replication::EtcdClientOptions options;
-  options.endpoints = etcd_endpoints;
+  ReplicationConfig replication;
+  replication.etcd_endpoints = etcd_endpoints;
+  replication.etcd_tls = etcd_tls;
+  ASSIGN_OR_RETURN(replication::EtcdClientOptions options,
+                   replication::EtcdClientOptionsFor(replication));
   options.call_timeout = timeout;
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      replication::EtcdCredentials(etcd_tls);
-  if (!credentials.ok()) return credentials.status();
-  options.credentials = *std::move(credentials);
   return replication::EtcdClient::Create(options);
 }
 
