@@ -678,7 +678,7 @@ TEST_F(CheckpointTest, HeartbeatsCatchARestoredShardUp) {
   ShardState saved;
   std::unique_ptr<Shard> b = RestoredAfter(1, &clock, &saved);
   ASSERT_NE(b, nullptr);
-  b->RestartMembership(absl::Now());
+  b->TakeOverMembership(nullptr, absl::Now());  // no replicated one
   b->Start();
   ShardTable* sync_table = b->FindTableForTesting(8);
   ASSERT_EQ(sync_table->steps(), 1);

@@ -105,10 +105,13 @@ void ParameterServerProcess::CreateReplica() {
                 role == replication::ReplicaNode::Role::kBackup);
       });
   replication::ReplicaNode* replica = replica_.get();
-  service_->SetControlAdmission(
-      [replica](std::function<void(absl::Status)> admit) {
-        replica->AdmitControl(std::move(admit));
-      });
+  service_->SetControlGate(
+      {[replica](std::function<void(absl::Status)> admit) {
+         replica->AdmitControl(std::move(admit));
+       },
+       [replica](std::function<void(absl::Status)> committed) {
+         replica->CommitControl(std::move(committed));
+       }});
   data_streams_->set_submit_hook(
       [replica](std::shared_ptr<const DataRequestView> request,
                 Shard::DataDone done) {

@@ -71,18 +71,23 @@ void ParameterServerService::Serve(ServerQueue* queue,
       done(ToGrpcStatus(admitted));
       return;
     }
-    if (!membership || !control_admission_) {
+    if (!membership || !control_gate_.admit) {
       (this->*handler)(request, response, std::move(done));
       return;
     }
     // `request` and `response` live until `done` runs.
-    control_admission_([this, handler, request = &request, response,
-                        done = std::move(done)](absl::Status admitted) mutable {
+    control_gate_.admit([this, handler, request = &request, response,
+                         done = std::move(done)](absl::Status admitted) {
       if (!admitted.ok()) {
         done(ToGrpcStatus(admitted));
         return;
       }
-      (this->*handler)(*request, response, std::move(done));
+      (this->*handler)(
+          *request, response, [this, done](const grpc::Status& served) {
+            control_gate_.commit([served, done](absl::Status committed) {
+              done(committed.ok() ? served : ToGrpcStatus(committed));
+            });
+          });
     });
   };
   ServeUnary(queue, std::move(method));

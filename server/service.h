@@ -76,17 +76,22 @@ class ParameterServerService final : public ParameterServerAsyncBase {
     checkpointer_ = checkpointer;
   }
 
-  // Replicated shards: asked before each worker membership call
-  // (RegisterWorker, Heartbeat, Clock, Barrier, Leave). It calls its
-  // argument once, now or later and on any thread: OK serves the call, an
+  // Replicated shards: each worker membership call (RegisterWorker,
+  // Heartbeat, Clock, Barrier, Leave) passes `admit` before it is served
+  // and `commit` after, before its answer goes out. Each calls its argument
+  // once, now or later and on any thread. admit: OK serves the call, an
   // error is the call's answer (a replica that is not primary: UNAVAILABLE,
-  // so the worker asks the primary). Empty (the default): every call is
-  // served. REQUIRES: set before serving.
-  using ControlAdmission =
-      std::function<void(std::function<void(absl::Status)>)>;
-  void SetControlAdmission(ControlAdmission admission) {
-    control_admission_ = std::move(admission);
-  }
+  // so the worker asks the primary). commit: OK sends the served call's
+  // answer, an error replaces it (the membership change the call made was
+  // not replicated: UNAVAILABLE, the worker asks again). Unset (the
+  // default): every call is served and answered as it is. REQUIRES: set
+  // before serving; both or neither.
+  using ControlStep = std::function<void(std::function<void(absl::Status)>)>;
+  struct ControlGate {
+    ControlStep admit;
+    ControlStep commit;
+  };
+  void SetControlGate(ControlGate gate) { control_gate_ = std::move(gate); }
 
   // Serves every method but DataStream on `queue` from now on (ExportTable:
   // server/export_call.h). Call once, after the server was built
@@ -129,7 +134,7 @@ class ParameterServerService final : public ParameterServerAsyncBase {
   Shard* const shard_;
   const std::string expected_authorization_;  // "" = no token required
   Checkpointer* checkpointer_ = nullptr;      // set before serving
-  ControlAdmission control_admission_;  // set before serving
+  ControlGate control_gate_;  // set before serving
   std::atomic<bool> restoring_{false};
 };
 

@@ -404,7 +404,17 @@ absl::Status Shard::ApplyFollowedSteps(
   return absl::OkStatus();
 }
 
-void Shard::RestartMembership(absl::Time now) { registry_.Restart(now); }
+void Shard::TakeOverMembership(const WorkerMembership* replicated,
+                               absl::Time now) {
+  if (replicated != nullptr) {
+    const absl::Status taken = registry_.TakeOver(*replicated, now);
+    if (taken.ok()) return;
+    spdlog::error("shard {}: the replicated membership does not fit: {}; "
+                  "meeting the workers as after a restore",
+                  shard_index_, std::string(taken.message()));
+  }
+  registry_.Restart(now);
+}
 
 void Shard::Barrier(const proto::BarrierRequest& request,
                     std::function<void(absl::Status)> done) {

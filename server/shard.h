@@ -177,12 +177,21 @@ class Shard {
   absl::Status ApplyFollowedSteps(uint32_t table_id, int64_t floor,
                                   const absl::flat_hash_set<uint32_t>& members,
                                   int64_t unix_seconds);
-  // A backup that becomes primary: worker membership starts over as after a
-  // restore at `now` (WorkerRegistry::Restart): the registry was not
-  // replicated, so every worker is pending, adopted by its next request and
-  // caught up to the clock that request carries. Completes no step (the
-  // floor only goes down).
-  void RestartMembership(absl::Time now);
+  // Worker membership as replication carries it (worker_registry.h,
+  // server/worker_membership.proto): the version counts its changes.
+  uint64_t membership_version() const {
+    return registry_.membership_version();
+  }
+  WorkerMembership ExportMembership() const {
+    return registry_.ExportMembership();
+  }
+  // A backup that becomes primary at `now`: goes on from `replicated`, the
+  // newest membership its primary sent (WorkerRegistry::TakeOver), or,
+  // without one (null, or one that does not fit the config), starts over
+  // as after a restore (WorkerRegistry::Restart: every worker pending,
+  // adopted by its next request). Either way each worker's clock is caught
+  // up to the one its next request carries; completes no step.
+  void TakeOverMembership(const WorkerMembership* replicated, absl::Time now);
 
   // One liveness check at `now` (the monitor calls it periodically): evicts
   // workers silent while the server ran (none after a stall of the server

@@ -135,6 +135,7 @@ absl::StatusOr<WorkerRegistry::Registration> WorkerRegistry::Register(
   w.last_seen = now;
   w.deadline = now + heartbeat_timeout_;
   Recompute();
+  ++membership_version_;
   result.clock = w.clock;
   result.job_start_clock = job_start_clock_;
   result.job_generation = job_generation_;
@@ -223,6 +224,7 @@ proto::MembershipState WorkerRegistry::TouchLocked(int w, uint64_t session,
   if (m.state == State::kPending) {
     if (m.session == 0) m.session = session;  // adopted (see StateLocked)
     m.joined = true;
+    ++membership_version_;
   }
   m.state = State::kLive;
   m.last_seen = now;
@@ -241,6 +243,7 @@ proto::MembershipState WorkerRegistry::Heartbeat(int64_t worker_id,
     // that were connected before.
     job_known_ = true;
     job_id_ = job_id;
+    ++membership_version_;
   } else if (job_id != job_id_) {
     return proto::MEMBERSHIP_OTHER_JOB;
   }
@@ -361,7 +364,10 @@ absl::Status WorkerRegistry::ArriveAtBarrier(int64_t worker_id,
     return RefusalLocked(static_cast<int>(worker_id), state);
   }
   Worker& w = workers_[worker_id];
-  w.barriers_arrived = std::max(w.barriers_arrived, generation + 1);
+  if (generation + 1 > w.barriers_arrived) {
+    w.barriers_arrived = generation + 1;
+    ++membership_version_;
+  }
   Recompute();
   return absl::OkStatus();
 }
@@ -383,6 +389,7 @@ absl::Status WorkerRegistry::Leave(int64_t worker_id, uint64_t session,
   w.state = State::kLeft;
   w.last_seen = now;
   Recompute();
+  ++membership_version_;
   return absl::OkStatus();
 }
 
@@ -408,7 +415,10 @@ WorkerRegistry::Check WorkerRegistry::EvictExpired(absl::Time now) {
       check.evicted.push_back(i);
     }
   }
-  if (!check.evicted.empty()) Recompute();
+  if (!check.evicted.empty()) {
+    Recompute();
+    ++membership_version_;
+  }
   return check;
 }
 
@@ -486,6 +496,7 @@ absl::Status WorkerRegistry::ImportState(
   job_start_clock_ = -1;
   adopt_sessions_ = true;
   Recompute();
+  ++membership_version_;
   return absl::OkStatus();
 }
 
@@ -509,6 +520,91 @@ void WorkerRegistry::Restart(absl::Time now) {
   // raised by them would complete sync steps without their pushes.
   floor_clock_ = std::numeric_limits<int64_t>::min();
   Recompute();
+  ++membership_version_;
+}
+
+uint64_t WorkerRegistry::membership_version() const {
+  absl::MutexLock lock(&mu_);
+  return membership_version_;
+}
+
+// The replicated states are the registry's, in its order.
+static_assert(WorkerMembership::Member::PENDING == 0 &&
+              WorkerMembership::Member::LIVE == 1 &&
+              WorkerMembership::Member::EVICTED == 2 &&
+              WorkerMembership::Member::LEFT == 3);
+
+WorkerMembership WorkerRegistry::ExportMembership() const {
+  WorkerMembership out;
+  absl::MutexLock lock(&mu_);
+  out.set_version(membership_version_);
+  out.set_job_known(job_known_);
+  out.set_job_id(job_id_);
+  out.set_job_generation(job_generation_);
+  out.set_job_start_clock(job_start_clock_);
+  out.set_adopt_sessions(adopt_sessions_);
+  out.set_barriers_completed(barriers_completed_);
+  for (const Worker& w : workers_) {
+    WorkerMembership::Member* m = out.add_members();
+    m->set_state(static_cast<WorkerMembership::Member::State>(w.state));
+    m->set_session(w.session);
+    m->set_joined(w.joined);
+    m->mutable_replaced()->Add(w.replaced.begin(), w.replaced.end());
+    m->set_clock(w.clock);
+    m->set_last_push_clock(w.last_push_clock);
+    m->set_admitted_clock(w.admitted_clock);
+    m->set_barriers_arrived(w.barriers_arrived);
+  }
+  return out;
+}
+
+absl::Status WorkerRegistry::TakeOver(const WorkerMembership& replicated,
+                                      absl::Time now) {
+  if (replicated.members_size() != num_workers_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the replicated membership has ",
+                     replicated.members_size(), " workers; the config has ",
+                     num_workers_));
+  }
+  for (const WorkerMembership::Member& m : replicated.members()) {
+    if (!WorkerMembership::Member::State_IsValid(m.state())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the replicated membership has state ", m.state()));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (int i = 0; i < num_workers_; ++i) {
+    const WorkerMembership::Member& m = replicated.members(i);
+    Worker& w = workers_[i];
+    Worker next;
+    next.state = static_cast<State>(m.state());
+    next.session = m.session();
+    next.joined = m.joined();
+    next.replaced.assign(m.replaced().begin(), m.replaced().end());
+    next.clock = std::max(w.clock, m.clock());
+    next.clock_confirmed = false;
+    next.last_push_clock = std::max(w.last_push_clock, m.last_push_clock());
+    next.admitted_clock = m.admitted_clock();
+    next.barriers_arrived = std::max(w.barriers_arrived, m.barriers_arrived());
+    next.last_seen = now;
+    next.deadline = now + (next.state == State::kPending ? join_timeout_
+                                                         : heartbeat_timeout_);
+    w = std::move(next);
+  }
+  last_check_ = now;
+  job_known_ = replicated.job_known();
+  job_id_ = replicated.job_id();
+  job_generation_ = replicated.job_generation();
+  job_start_clock_ = replicated.job_start_clock();
+  adopt_sessions_ = replicated.adopt_sessions();
+  barriers_completed_ =
+      std::max(barriers_completed_, replicated.barriers_completed());
+  // As in Restart: from the clocks, which may be older than the old
+  // primary's floor; each worker's next request catches its clock up.
+  floor_clock_ = std::numeric_limits<int64_t>::min();
+  Recompute();
+  membership_version_ = std::max(membership_version_, replicated.version()) + 1;
+  return absl::OkStatus();
 }
 
 void WorkerRegistry::FillStats(absl::Time now,

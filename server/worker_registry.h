@@ -84,6 +84,7 @@
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
 #include "server/shard_state.h"
+#include "server/worker_membership.pb.h"
 
 namespace ps {
 
@@ -239,17 +240,35 @@ class WorkerRegistry {
   // (ImportState of ExportState's output in a new registry): every worker
   // pending with a join deadline of now + join_timeout, sessions adopted
   // from the next request, clocks kept but caught up by that request. A
-  // backup that becomes its shard's primary calls it (replication does not
-  // carry membership). The floor clock is recomputed from those clocks
-  // (the one exception to "never decreases": what its own monitor saw
-  // while nobody talked to it proves nothing).
+  // backup that becomes its shard's primary calls it when it has no
+  // membership from its primary (TakeOver). The floor clock is recomputed
+  // from those clocks (the one exception to "never decreases": what its
+  // own monitor saw while nobody talked to it proves nothing).
   void Restart(absl::Time now);
+
+  // Replication of membership (server/worker_membership.proto). The
+  // version counts changes of the membership: a registration, a leave, an
+  // eviction, a barrier arrival, a pending member's first request, the job
+  // learnt from a heartbeat, a restore. Clocks and deadlines do not count.
+  uint64_t membership_version() const;
+  // The membership now, with its version.
+  WorkerMembership ExportMembership() const;
+  // A backup elected primary goes on from its old primary's membership
+  // `replicated` (the newest it received): every member keeps its state,
+  // session, refused sessions and barrier arrivals, and the job stays the
+  // same; live members get a full heartbeat_timeout from `now`, pending ones
+  // a full join_timeout. Clocks as in Restart: the higher of this registry's
+  // and `replicated`'s, caught up by each worker's next request, and the
+  // floor recomputed from them (nothing completes here). INVALID_ARGUMENT
+  // when its worker count differs.
+  absl::Status TakeOver(const WorkerMembership& replicated, absl::Time now);
 
   // Fills the job fields and one WorkerStats per worker.
   void FillStats(absl::Time now, proto::StatsResponse* out) const;
 
  private:
-  enum class State { kPending, kLive, kEvicted, kLeft };  // kWorkerStateNames
+  // kWorkerStateNames; WorkerMembership::Member::State in the same order.
+  enum class State { kPending, kLive, kEvicted, kLeft };
 
   struct Worker {
     State state = State::kPending;
@@ -314,6 +333,7 @@ class WorkerRegistry {
   // that were connected before this server (re)started); false once a
   // generation began by registration, whose members must register.
   bool adopt_sessions_ ABSL_GUARDED_BY(mu_) = true;
+  uint64_t membership_version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ps

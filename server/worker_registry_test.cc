@@ -373,6 +373,77 @@ TEST(WorkerRegistryTest, RestartMeetsTheWorkersAgainAsAfterARestore) {
   EXPECT_EQ(registry.Touch(1, kC, At(1070)), proto::MEMBERSHIP_REPLACED);
 }
 
+TEST(WorkerRegistryTest, TakeOverGoesOnFromTheReplicatedMembership) {
+  // The old primary's registry: worker 0 live, 1 left, 2 re-registered by
+  // a new process (kC replaced by 0xD), 3 evicted; a barrier completed.
+  constexpr uint64_t kD = 0xD, kE = 0xE;
+  WorkerRegistry primary(4, absl::Milliseconds(100), absl::Seconds(10),
+                         kStart);
+  uint64_t version = primary.membership_version();
+  auto changed = [&] {
+    const uint64_t now = primary.membership_version();
+    const bool moved = now > version;
+    version = now;
+    return moved;
+  };
+  for (int w = 0; w < 4; ++w) {
+    ASSERT_TRUE(Join(primary, w, kA + w, 0).ok());
+    EXPECT_TRUE(changed()) << "registration of " << w;
+  }
+  ASSERT_TRUE(primary.AdvanceClock(0, kA, 1, At(10)).ok());
+  EXPECT_EQ(primary.Heartbeat(0, kA, "j", At(10)), proto::MEMBERSHIP_MEMBER);
+  EXPECT_FALSE(changed()) << "clocks and heartbeats are no membership change";
+  ASSERT_TRUE(primary.Leave(1, kB, At(20)).ok());
+  EXPECT_TRUE(changed());
+  ASSERT_TRUE(Join(primary, 2, kD, 20).ok());
+  EXPECT_TRUE(changed());
+  for (int t = 25; t <= 200; t += 25) {
+    ASSERT_TRUE(primary.AdvanceClock(0, kA, 1, At(t)).ok());  // heartbeats
+    ASSERT_EQ(primary.Touch(2, kD, At(t)), proto::MEMBERSHIP_MEMBER);
+    primary.EvictExpired(At(t));
+  }
+  ASSERT_FALSE(primary.IsLive(3));
+  EXPECT_TRUE(changed()) << "worker 3's eviction";
+  ASSERT_TRUE(primary.ArriveAtBarrier(0, kA, 0, At(200)).ok());
+  EXPECT_TRUE(changed());
+  ASSERT_TRUE(primary.ArriveAtBarrier(2, kD, 0, At(200)).ok());
+  ASSERT_TRUE(primary.BarrierComplete(0));
+  const WorkerMembership replicated = primary.ExportMembership();
+  EXPECT_EQ(replicated.version(), primary.membership_version());
+
+  // A backup's registry: nobody talked to it, its monitor evicted everyone.
+  WorkerRegistry backup(4, absl::Milliseconds(100), absl::Seconds(10),
+                        kStart);
+  for (int t = 25; t <= 20000; t += 25) backup.EvictExpired(At(t));
+  ASSERT_EQ(backup.LiveWorkers().size(), 0u);
+  ASSERT_TRUE(backup.TakeOver(replicated, At(30000)).ok());
+  EXPECT_GT(backup.membership_version(), replicated.version());
+  // Nobody is pending: the workers that left or were evicted are not
+  // waited for (after a Restart every one would be, for join_timeout).
+  EXPECT_THAT(backup.LiveWorkers(), UnorderedElementsAre(0u, 2u));
+  EXPECT_EQ(backup.Touch(1, kB, At(30010)), proto::MEMBERSHIP_LEFT);
+  EXPECT_EQ(backup.Touch(2, kC, At(30010)), proto::MEMBERSHIP_REPLACED);
+  EXPECT_EQ(backup.Touch(2, kD, At(30010)), proto::MEMBERSHIP_MEMBER);
+  EXPECT_EQ(backup.Touch(3, kA + 3, At(30010)), proto::MEMBERSHIP_EVICTED);
+  EXPECT_TRUE(backup.BarrierComplete(0));
+  // The job is the same: another one is refused while members are live.
+  EXPECT_EQ(RefusalState(Join(backup, 3, kE, 30010, "other").status()),
+            proto::MEMBERSHIP_OTHER_JOB);
+  // Live members are judged by heartbeat_timeout from the takeover on:
+  // worker 0, silent, is evicted after 100 ms, not join_timeout's 10 s.
+  EXPECT_THAT(RunChecks(backup, 30000, 30090), IsEmpty());
+  ASSERT_EQ(backup.Touch(2, kD, At(30090)), proto::MEMBERSHIP_MEMBER);
+  EXPECT_THAT(RunChecks(backup, 30090, 30150), ElementsAre(0));
+  // Clocks are caught up by the next request that carries one.
+  EXPECT_EQ(backup.FloorClock(), 0);  // worker 2's clock (admitted at 0)
+  EXPECT_TRUE(backup.CatchUp(2, 4, /*confirms=*/true));
+  EXPECT_EQ(backup.FloorClock(), 4);
+  // A membership of another cluster size is refused.
+  WorkerRegistry three(3, absl::Milliseconds(100), absl::Seconds(10), kStart);
+  EXPECT_EQ(three.TakeOver(replicated, At(30000)).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(WorkerRegistryTest, MinClockAlignsARejoinAcrossShards) {
   WorkerRegistry registry(2, absl::Milliseconds(100), absl::Milliseconds(100),
                           kStart);

@@ -203,6 +203,7 @@ void ReplicaNode::ControlLoop() {
         break;
       case Role::kPrimary:
         StepAsPrimary(state, term, dirty);
+        ReplicateMembership();
         break;
       case Role::kFenced:
         break;
@@ -247,13 +248,21 @@ void ReplicaNode::TryActivate(int64_t term) {
     if (role_ == Role::kFenced) return;
     followed = role_ == Role::kBackup;
   }
-  // The workers' registry was not replicated: they are met as by a shard
-  // restored from a checkpoint (adopted and caught up by their next
-  // requests), before any of their requests is served here.
   if (followed && in_sync->has_value() && !RollForward(**in_sync, term)) {
     return;
   }
-  if (followed) shard_->RestartMembership(absl::Now());
+  // The workers' membership goes on from the old primary's newest (after
+  // the roll-forward's entries), before any of their requests is served
+  // here; their clocks are caught up by their next requests.
+  if (followed) {
+    std::optional<WorkerMembership> membership;
+    {
+      absl::MutexLock lock(&mu_);
+      membership = membership_;
+    }
+    shard_->TakeOverMembership(membership ? &*membership : nullptr,
+                               absl::Now());
+  }
   {
     absl::MutexLock lock(&mu_);
     if (role_ == Role::kFenced) return;

@@ -3,11 +3,16 @@
 // replication of the shard's ordered push stream (replication.proto).
 // server/replication/DESIGN.md is the design; this is its first slice:
 // pushes (and PUSH_PULLs) of any table and the sync steps the primary
-// completes, R replicas, state transfer for a joining backup. Worker
-// membership (register / heartbeat / clock / barrier) is not replicated: a
-// new primary meets the workers as a shard restored from a checkpoint does
-// (Shard::RestartMembership), and a replica that is not primary refuses
-// those RPCs (AdmitControl) so that no worker's clock lands on a backup.
+// completes, R replicas, state transfer for a joining backup, and the
+// workers' membership: after each change of it (a registration, a leave,
+// an eviction, a barrier arrival) the primary sequences the registry's
+// membership as an entry (server/worker_membership.proto), and a membership
+// call is answered once the backups acknowledged it (CommitControl); a new
+// primary goes on from the newest it received (Shard::TakeOverMembership),
+// so a worker that left or was evicted is not waited for again. Clocks are
+// not replicated: the new primary catches each worker's up from its next
+// request, as a shard restored from a checkpoint does. A replica that is
+// not primary refuses membership calls (AdmitControl).
 //
 // Roles of this process for its shard:
 //   starting   etcd not answered yet / waiting for a leader / receiving
@@ -150,12 +155,20 @@ class ReplicaNode final : public Shard::StepSequencer {
   // while its lease is valid (at once); without etcd (lease unconfirmed),
   // with OK once every backup acknowledged a barrier entry sequenced now,
   // as a pull then (its backups still follow this term, so no other primary
-  // can have been elected: membership is not replicated, and a Clock served
+  // can have been elected: clocks are not replicated, and a Clock served
   // by a primary deposed meanwhile, say while it was paused, would be lost
   // to the new one); otherwise UNAVAILABLE naming the primary (the worker
   // asks again and reaches the primary). `admit` may run later, on the
   // thread that completes the barrier.
   void AdmitControl(std::function<void(absl::Status)> admit);
+  // After a worker membership call was served here: calls `committed` once
+  // the membership change it made (if any; Shard::membership_version) is
+  // sequenced and every backup acknowledged it, or an earlier change still
+  // on its way is (a barrier entry after it waits for that); at once when
+  // nothing is owed. UNAVAILABLE when this replica is no longer primary or
+  // lost the role meanwhile (the worker asks the new primary again).
+  // `committed` may run later, on the thread that completes the entry.
+  void CommitControl(std::function<void(absl::Status)> committed);
 
   // Shard::StepSequencer: on the primary, applies the steps and forwards
   // them to the backups, atomically with respect to the sequencer (mu_); a
@@ -242,6 +255,14 @@ class ReplicaNode final : public Shard::StepSequencer {
   uint64_t SequenceLocked(Entry entry, const std::shared_ptr<Op>& op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AnyLinkBrokenLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Primary: when the shard's membership changed since the last membership
+  // entry, sequences it as one (`op` waits for its acks); false when
+  // nothing changed.
+  bool SequenceMembershipLocked(const std::shared_ptr<Op>& op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Primary, each control-loop step: sequences the membership changes no
+  // call committed (evictions, a pending worker's first data request).
+  void ReplicateMembership() ABSL_LOCKS_EXCLUDED(mu_);
   std::string WithoutEtcdMessageLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Without etcd a broken link cannot be dropped from in_sync: the waiting
@@ -423,6 +444,12 @@ class ReplicaNode final : public Shard::StepSequencer {
   std::map<uint32_t, std::vector<Entry>> open_step_pushes_
       ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, int64_t> step_floor_ ABSL_GUARDED_BY(mu_);
+  // Primary: the membership version and seq of the last membership entry.
+  uint64_t membership_sent_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t membership_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Backup: the newest membership its primary sent (the snapshot's, then
+  // each membership entry's), for when it is elected.
+  std::optional<WorkerMembership> membership_ ABSL_GUARDED_BY(mu_);
   // The newest entries applied (backup) or sequenced (primary), for a
   // backup that resumes after a failover; keeps nothing below factor 3.
   EntryTail tail_ ABSL_GUARDED_BY(mu_);

@@ -295,6 +295,12 @@ FollowStream::Reply ReplicaNode::OnFollowMessage(FollowMessage* message,
     if (!reply.end.ok()) return reply;
     progress->restored = true;
     std::string().swap(progress->snapshot);
+    {
+      absl::MutexLock lock(&mu_);
+      membership_ = message->has_membership()
+                        ? std::make_optional(message->membership())
+                        : std::nullopt;
+    }
     // The open sync steps' pushes, which the copy leaves out.
     for (const Entry& entry : message->replay()) {
       DataRequestView push;
@@ -346,6 +352,12 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(FollowMessage* message) {
       applied = entry.seq();
       continue;
     }
+    if (entry.has_membership()) {
+      absl::MutexLock lock(&mu_);
+      membership_ = entry.membership();  // kept for an election
+      applied = entry.seq();
+      continue;
+    }
     if (entry.data_request().empty()) {
       applied = entry.seq();  // a barrier (a pull without etcd): ack only
       continue;
@@ -360,10 +372,9 @@ absl::StatusOr<uint64_t> ReplicaNode::ApplyEntries(FollowMessage* message) {
       applied = entry.seq();
       continue;
     }
-    // Membership is not replicated: entries update the parameters and the
-    // dedup window but not the worker registry, so a new primary meets the
-    // workers as a restarted shard does (they are adopted and caught up at
-    // their clocks) instead of with a registry half-learnt from pushes.
+    // Membership comes in its own entries: pushes update the parameters
+    // and the dedup window but not the worker registry (a registry
+    // half-learnt from pushes would differ from the primary's).
     request->worker_id = -1;
     {
       absl::MutexLock lock(&mu_);

@@ -335,7 +335,9 @@ void ReplicaNode::FollowCall::NextPieceLocked() {
   out_ = header_;
   out_.set_snapshot(snapshot_.substr(snapshot_at_, kSnapshotChunkBytes));
   snapshot_at_ += kSnapshotChunkBytes;
-  if (snapshot_at_ >= snapshot_.size()) {
+  if (snapshot_at_ < snapshot_.size()) {
+    out_.clear_membership();  // the last piece carries it
+  } else {
     out_.set_snapshot_last(true);
     for (Entry& e : replay_) *out_.add_replay() = std::move(e);
     replay_.clear();

@@ -209,6 +209,50 @@ void ReplicaNode::AdmitControl(std::function<void(absl::Status)> admit) {
   }
 }
 
+void ReplicaNode::CommitControl(std::function<void(absl::Status)> committed) {
+  auto op = std::make_shared<Op>();
+  op->done = [committed](proto::DataResponse response) {
+    committed(absl::Status(
+        static_cast<absl::StatusCode>(response.status_code()),
+        response.status_message()));
+  };
+  bool primary = false;
+  bool waits = false;
+  {
+    absl::MutexLock lock(&mu_);
+    primary = role_ == Role::kPrimary && !stopping_;
+    if (primary && !SequenceMembershipLocked(op) &&
+        waiting_.count(membership_seq_) > 0) {
+      // Acknowledged in order: a barrier's ack follows the change's.
+      Entry barrier;
+      barrier.set_unix_seconds(absl::ToUnixSeconds(absl::Now()));
+      SequenceLocked(std::move(barrier), op);
+    }
+    waits = op->remaining > 0;
+  }
+  if (!primary) {
+    committed(absl::UnavailableError(NotPrimaryMessage()));
+  } else if (!waits) {
+    committed(absl::OkStatus());
+  }
+}
+
+bool ReplicaNode::SequenceMembershipLocked(const std::shared_ptr<Op>& op) {
+  if (shard_->membership_version() == membership_sent_version_) return false;
+  Entry entry;
+  *entry.mutable_membership() = shard_->ExportMembership();
+  membership_sent_version_ = entry.membership().version();
+  membership_seq_ = SequenceLocked(std::move(entry), op);
+  return true;
+}
+
+void ReplicaNode::ReplicateMembership() {
+  auto op = std::make_shared<Op>();
+  op->done = [](proto::DataResponse) {};  // nobody waits for it
+  absl::MutexLock lock(&mu_);
+  if (role_ == Role::kPrimary && !stopping_) SequenceMembershipLocked(op);
+}
+
 uint64_t ReplicaNode::SequenceLocked(Entry entry,
                                      const std::shared_ptr<Op>& op) {
   const uint64_t seq = ++last_seq_;
@@ -556,6 +600,8 @@ absl::StatusOr<ShardState> ReplicaNode::AttachLink(
   }
   // The copy leaves open sync steps out: their pushes follow it.
   *replay = OpenStepPushesLocked();
+  // And the workers' membership, which a checkpoint does not hold.
+  *first->mutable_membership() = shard_->ExportMembership();
   links_.push_back(link);
   return state;
 }

@@ -817,6 +817,95 @@ TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
   ExpectAll(*final_values, start - kSteps);
 }
 
+// A worker that left the job (a clean exit, as a trainer that finished
+// its share does) is not waited for after a failover: Leave is answered
+// once the backup acknowledged the membership entry it made, and the new
+// primary goes on from that membership. Before, the new primary met every
+// worker as new: worker 1 pending again, so worker 0's next step waited
+// worker_join_timeout_ms (120 s by default) for a process that had exited.
+TEST(ReplicatedShardTest, WorkerThatLeftIsNotWaitedForAfterAFailover) {
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.consistency = "sync";
+  options.num_workers = 2;
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "left", options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  const float start = setup->initial[0];
+  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  absl::StatusOr<std::unique_ptr<Client>> w1 = shard.ConnectWorker(1);
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  constexpr int kTogether = 10;
+  absl::Duration longest0, longest1;
+  absl::Status done1;
+  std::thread worker1([&] {
+    done1 = SyncWorker(w1->get(), kTogether, start, nullptr, &longest1);
+  });
+  absl::Status done0 =
+      SyncWorker(w0->get(), kTogether, start, nullptr, &longest0);
+  worker1.join();
+  ASSERT_TRUE(done0.ok()) << done0;
+  ASSERT_TRUE(done1.ok()) << done1;
+  // Leave is answered only once the backup acknowledged the change: not
+  // while B is paused (well within the 2 s ack timeout), at once after.
+  ASSERT_TRUE(shard.replica(b)->Signal(SIGSTOP).ok());
+  absl::Notification left;
+  absl::Status leave;
+  std::thread leaving([&] {
+    leave = (*w1)->Leave();
+    left.Notify();
+  });
+  EXPECT_FALSE(left.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
+      << "Leave was answered before the paused backup acknowledged it";
+  ASSERT_TRUE(shard.replica(b)->Signal(SIGCONT).ok());
+  leaving.join();
+  ASSERT_TRUE(leave.ok()) << leave;
+
+  // Worker 0 goes on alone. Primary A is SIGKILLed before its step 5 (B,
+  // which followed A, has the membership from A's entries); replica C joins
+  // at step 10 (it gets the membership with B's snapshot) and B is
+  // SIGKILLed before step 15, once C is in sync.
+  constexpr int kAlone = 20;
+  int c = -1;
+  absl::Status faults;
+  done0 = SyncWorker(
+      w0->get(), kAlone, start - kTogether,
+      [&](int s) {
+        if (!faults.ok()) return;
+        if (s == 5) faults = shard.replica(a)->Signal(SIGKILL);
+        if (s == 10) {
+          absl::StatusOr<int> added = shard.AddReplica();
+          faults = added.status();
+          if (added.ok()) c = *added;
+        }
+        if (s == 15) {
+          faults = shard.WaitFor(shard.address(b),
+                                 {shard.address(b), shard.address(c)},
+                                 absl::Seconds(20));
+          if (faults.ok()) faults = shard.replica(b)->Signal(SIGKILL);
+        }
+      },
+      &longest0);
+  ASSERT_TRUE(faults.ok()) << faults;
+  ASSERT_TRUE(done0.ok()) << done0 << "\nC:\n" << shard.Log(c);
+  std::printf("two failovers after worker 1 left: longest step %s\n",
+              absl::FormatDuration(longest0).c_str());
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(c));
+  // Far below the 10 s heartbeat timeout, let alone the join timeout.
+  EXPECT_LT(longest0, absl::Seconds(5)) << shard.Log(c);
+  absl::StatusOr<std::vector<ShardStats>> stats = setup->client->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ((*stats)[0].workers.size(), 2u);
+  EXPECT_EQ((*stats)[0].workers[0].state, "live");
+  EXPECT_EQ((*stats)[0].workers[1].state, "left");
+  absl::StatusOr<std::vector<float>> values = Pull(setup->client.get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - kTogether - kAlone);
+}
+
 // One data request on `connection` with request id `request_id` (the
 // connection's id source is `ids`), waited for.
 proto::DataResponse SendWithId(ServerConnection* connection,
