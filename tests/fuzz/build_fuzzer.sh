@@ -12,7 +12,9 @@
 #
 # Usage: build_fuzzer.sh WORKSPACE GENDIR OUTPUT
 #   WORKSPACE: the repository root; GENDIR: Bazel's bin directory holding
-#   proto/ps.pb.{h,cc} (bazel build //proto:ps_proto_gen).
+#   the generated protobuf code the server includes: proto/ps.pb.{h,cc} and
+#   server/worker_membership.pb.{h,cc} (bazel build //proto:ps_proto_gen
+#   //server:worker_membership_proto_gen).
 set -euo pipefail
 ws="$(cd "$1" && pwd)"
 gendir="$(cd "$2" && pwd)"

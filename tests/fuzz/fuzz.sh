@@ -14,7 +14,7 @@ seconds="${1:-600}"
 shift || true
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ws"
-bazel build //proto:ps_proto_gen >&2
+bazel build //proto:ps_proto_gen //server:worker_membership_proto_gen >&2
 bash tests/fuzz/build_fuzzer.sh "$ws" "$ws/bazel-bin" out/fuzz/data_request_fuzzer
 mkdir -p out/fuzz/corpus out/fuzz/artifacts
 ARTIFACT_DIR=out/fuzz/artifacts NEW_CORPUS_DIR=out/fuzz/corpus \
