@@ -71,12 +71,22 @@ replication:
                                "/ca.pem, cert_file: ", d,
                                "/client.pem, key_file: ", d, "/client.key}"),
       R"(
-client:
+)",
+      options.heartbeat_timeout_ms > 0
+          ? absl::StrCat("server: {heartbeat_timeout_ms: ",
+                         options.heartbeat_timeout_ms, "}\n")
+          : "",
+      R"(client:
   reconnect_initial_backoff_ms: 20
   reconnect_max_backoff_ms: 200
   max_reconnect_attempts: 200
   keepalive_ms: 1000
-  keepalive_timeout_ms: 1000
+  keepalive_timeout_ms: 1000)",
+      options.heartbeat_timeout_ms > 0
+          ? absl::StrCat("\n  heartbeat_interval_ms: ",
+                         options.heartbeat_timeout_ms / 4)
+          : "",
+      R"(
 tables:
   - name: dense
     kind: dense

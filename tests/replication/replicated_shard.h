@@ -50,6 +50,9 @@ class ReplicatedShard {
     // "  - name: " (table ids follow the dense table's 0).
     std::string more_tables;
     int factor = 2;  // replication.factor
+    // server.heartbeat_timeout_ms, with the client's heartbeat interval a
+    // quarter of it (0: the defaults).
+    int64_t heartbeat_timeout_ms = 0;
   };
 
   // Starts etcd and writes the config; no replica runs yet.

@@ -754,6 +754,35 @@ absl::Status TwoWorkers(const ReplicatedShard& shard, int steps, float start,
   return absl::OkStatus();
 }
 
+// Two failovers during a training run, as an at_step for SyncWorker: the
+// SIGKILL of primary `a` before step kill_a (backup `b` takes over), a new
+// replica (`c`) started before step add_c, and the SIGKILL of `b` before
+// step kill_b once `c` is in sync (`c` takes over). The first error stops
+// the schedule and stays in `faults`.
+struct TwoFailovers {
+  ReplicatedShard* shard;
+  int a, b;
+  int kill_a, add_c, kill_b;
+  int c = -1;
+  absl::Status faults;
+
+  void AtStep(int s) {
+    if (!faults.ok()) return;
+    if (s == kill_a) faults = shard->replica(a)->Signal(SIGKILL);
+    if (s == add_c) {
+      absl::StatusOr<int> added = shard->AddReplica();
+      faults = added.status();
+      if (added.ok()) c = *added;
+    }
+    if (s == kill_b) {
+      faults = shard->WaitFor(shard->address(b),
+                              {shard->address(b), shard->address(c)},
+                              absl::Seconds(20));
+      if (faults.ok()) faults = shard->replica(b)->Signal(SIGKILL);
+    }
+  }
+};
+
 TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
   ReplicatedShard shard;
   ReplicatedShard::Options options;
@@ -790,26 +819,13 @@ TEST(ReplicatedShardTest, SyncTrainingSurvivesPrimaryKillsWithExactSteps) {
   // then steps and pushes in order); SIGKILL of B at step 220 once C is in
   // sync (C takes over).
   constexpr int kSteps = 300;
-  int c = -1;
-  absl::Status faults = absl::OkStatus();
-  auto at_step = [&](int s) {
-    if (!faults.ok()) return;
-    if (s == 100) faults = shard.replica(a)->Signal(SIGKILL);
-    if (s == 150) {
-      absl::StatusOr<int> added = shard.AddReplica();
-      faults = added.status();
-      if (added.ok()) c = *added;
-    }
-    if (s == 220) {
-      faults = shard.WaitFor(shard.address(b),
-                             {shard.address(b), shard.address(c)},
-                             absl::Seconds(20));
-      if (faults.ok()) faults = shard.replica(b)->Signal(SIGKILL);
-    }
-  };
-  const absl::Status trained =
-      TwoWorkers(shard, kSteps, start, at_step, "sync failover");
-  ASSERT_TRUE(faults.ok()) << faults;
+  TwoFailovers failovers{&shard, a, b, /*kill_a=*/100, /*add_c=*/150,
+                         /*kill_b=*/220};
+  const absl::Status trained = TwoWorkers(
+      shard, kSteps, start, [&](int s) { failovers.AtStep(s); },
+      "sync failover");
+  ASSERT_TRUE(failovers.faults.ok()) << failovers.faults;
+  const int c = failovers.c;
   ASSERT_TRUE(trained.ok()) << trained << "\nB:\n" << shard.Log(b);
   EXPECT_EQ(shard.resolver().Address(0), shard.address(c));
   absl::StatusOr<std::vector<float>> final_values = Pull(setup->client.get());
@@ -869,27 +885,13 @@ TEST(ReplicatedShardTest, WorkerThatLeftIsNotWaitedForAfterAFailover) {
   // at step 10 (it gets the membership with B's snapshot) and B is
   // SIGKILLed before step 15, once C is in sync.
   constexpr int kAlone = 20;
-  int c = -1;
-  absl::Status faults;
+  TwoFailovers failovers{&shard, a, b, /*kill_a=*/5, /*add_c=*/10,
+                         /*kill_b=*/15};
   done0 = SyncWorker(
       w0->get(), kAlone, start - kTogether,
-      [&](int s) {
-        if (!faults.ok()) return;
-        if (s == 5) faults = shard.replica(a)->Signal(SIGKILL);
-        if (s == 10) {
-          absl::StatusOr<int> added = shard.AddReplica();
-          faults = added.status();
-          if (added.ok()) c = *added;
-        }
-        if (s == 15) {
-          faults = shard.WaitFor(shard.address(b),
-                                 {shard.address(b), shard.address(c)},
-                                 absl::Seconds(20));
-          if (faults.ok()) faults = shard.replica(b)->Signal(SIGKILL);
-        }
-      },
-      &longest0);
-  ASSERT_TRUE(faults.ok()) << faults;
+      [&](int s) { failovers.AtStep(s); }, &longest0);
+  ASSERT_TRUE(failovers.faults.ok()) << failovers.faults;
+  const int c = failovers.c;
   ASSERT_TRUE(done0.ok()) << done0 << "\nC:\n" << shard.Log(c);
   std::printf("two failovers after worker 1 left: longest step %s\n",
               absl::FormatDuration(longest0).c_str());
@@ -904,6 +906,68 @@ TEST(ReplicatedShardTest, WorkerThatLeftIsNotWaitedForAfterAFailover) {
   absl::StatusOr<std::vector<float>> values = Pull(setup->client.get());
   ASSERT_TRUE(values.ok()) << values.status();
   ExpectAll(*values, start - kTogether - kAlone);
+}
+
+// A worker whose process died (silent, evicted by the primary) is not
+// waited for after a failover either: its eviction reached the backup as a
+// membership entry. Worker 1 registers by hand and falls silent; worker 0's
+// first step waits until the primary evicts it (heartbeat timeout 1 s),
+// and after the primary's SIGKILL its steps go on at once on the new
+// primary. Before, that primary waited the join timeout (2 min) for worker
+// 1; had the eviction not reached it, it would wait a heartbeat timeout.
+TEST(ReplicatedShardTest, EvictedWorkerIsNotWaitedForAfterAFailover) {
+  ReplicatedShard shard;
+  ReplicatedShard::Options options;
+  options.consistency = "sync";
+  options.num_workers = 2;
+  options.heartbeat_timeout_ms = 1000;
+  absl::StatusOr<PrimaryAndBackup> setup =
+      StartPrimaryAndBackup(&shard, "evicted", options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const int a = setup->a;
+  const int b = setup->b;
+  const float start = setup->initial[0];
+  {
+    std::unique_ptr<proto::ParameterServer::Stub> primary =
+        proto::ParameterServer::NewStub(grpc::CreateChannel(
+            shard.address(a), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    proto::RegisterWorkerRequest request;
+    request.set_worker_id(1);
+    request.set_session_id(0x5117);
+    proto::RegisterWorkerResponse response;
+    const grpc::Status registered =
+        primary->RegisterWorker(&context, request, &response);
+    ASSERT_TRUE(registered.ok()) << registered.error_message();
+  }
+  absl::StatusOr<std::unique_ptr<Client>> w0 = shard.ConnectWorker(0);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  constexpr int kBefore = 5;
+  absl::Duration longest;
+  absl::Status done = SyncWorker(w0->get(), kBefore, start, nullptr, &longest);
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_GE(longest, absl::Milliseconds(500)) << "worker 1 was not waited for";
+  constexpr int kAfter = 15;
+  absl::Status killed;
+  done = SyncWorker(
+      w0->get(), kAfter, start - kBefore,
+      [&](int s) {
+        if (s == 3) killed = shard.replica(a)->Signal(SIGKILL);
+      },
+      &longest);
+  ASSERT_TRUE(killed.ok()) << killed;
+  ASSERT_TRUE(done.ok()) << done << "\nB:\n" << shard.Log(b);
+  std::printf("failover after worker 1 was evicted: longest step %s\n",
+              absl::FormatDuration(longest).c_str());
+  EXPECT_EQ(shard.resolver().Address(0), shard.address(b));
+  EXPECT_LT(longest, absl::Milliseconds(800)) << shard.Log(b);
+  absl::StatusOr<std::vector<ShardStats>> stats = setup->client->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ((*stats)[0].workers.size(), 2u);
+  EXPECT_EQ((*stats)[0].workers[1].state, "evicted");
+  absl::StatusOr<std::vector<float>> values = Pull(setup->client.get());
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectAll(*values, start - kBefore - kAfter);
 }
 
 // One data request on `connection` with request id `request_id` (the
