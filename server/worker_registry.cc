@@ -511,13 +511,18 @@ void WorkerRegistry::Restart(absl::Time now) {
     fresh.deadline = now + join_timeout_;
     w = std::move(fresh);
   }
-  last_check_ = now;
   job_known_ = false;
   job_start_clock_ = -1;
   adopt_sessions_ = true;
-  // Recomputed from the kept clocks, so it may go down: evictions seen by a
-  // backup, whose registry nobody talks to, prove nothing, and a floor
-  // raised by them would complete sync steps without their pushes.
+  StartedOverLocked(now);
+}
+
+void WorkerRegistry::StartedOverLocked(absl::Time now) {
+  last_check_ = now;
+  // Recomputed from the members' clocks, so it may go down: evictions seen
+  // by a backup, whose registry nobody talks to, prove nothing, a floor
+  // raised by them would complete sync steps without their pushes, and a
+  // replicated membership's clocks may be older than its primary's floor.
   floor_clock_ = std::numeric_limits<int64_t>::min();
   Recompute();
   ++membership_version_;
@@ -591,7 +596,6 @@ absl::Status WorkerRegistry::TakeOver(const WorkerMembership& replicated,
                                                          : heartbeat_timeout_);
     w = std::move(next);
   }
-  last_check_ = now;
   job_known_ = replicated.job_known();
   job_id_ = replicated.job_id();
   job_generation_ = replicated.job_generation();
@@ -599,11 +603,8 @@ absl::Status WorkerRegistry::TakeOver(const WorkerMembership& replicated,
   adopt_sessions_ = replicated.adopt_sessions();
   barriers_completed_ =
       std::max(barriers_completed_, replicated.barriers_completed());
-  // As in Restart: from the clocks, which may be older than the old
-  // primary's floor; each worker's next request catches its clock up.
-  floor_clock_ = std::numeric_limits<int64_t>::min();
-  Recompute();
-  membership_version_ = std::max(membership_version_, replicated.version()) + 1;
+  membership_version_ = std::max(membership_version_, replicated.version());
+  StartedOverLocked(now);  // each worker's next request catches its clock up
   return absl::OkStatus();
 }
 

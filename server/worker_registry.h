@@ -312,6 +312,10 @@ class WorkerRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recomputes floor_clock_ and barriers_completed_ after a change.
   void Recompute() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restart and TakeOver rebuilt every member at `now`: liveness checks
+  // count from now, the floor is recomputed from the members' clocks, and
+  // the membership gets a new version.
+  void StartedOverLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int num_workers_;
   const absl::Duration heartbeat_timeout_;
